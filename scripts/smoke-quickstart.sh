@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's start command with no environment: embedded PostgreSQL, demo
+# data, in-process rate limits. It must come up, answer, and stop cleanly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+PORT=$(free_port)
+PG_PORT=$(free_port)
+DATA_DIR=".data/smoke-$$"
+LOG=$(mktemp)
+trap 'rm -rf "$DATA_DIR" "$DATA_DIR.json" "$LOG"' EXIT
+
+echo "smoke: npm start on port $PORT (embedded PostgreSQL on $PG_PORT)"
+env -u DATABASE_URL -u REDIS_URL PORT="$PORT" EMBEDDED_PG_PORT="$PG_PORT" EMBEDDED_PG_DIR="$DATA_DIR" \
+  setsid npm start >"$LOG" 2>&1 &
+PID=$!
+
+status=""
+for _ in $(seq 1 300); do
+  status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/api/v1/partner/test_endpoint" || true)
+  [ "$status" != "000" ] && break
+  kill -0 "$PID" 2>/dev/null || { cat "$LOG"; echo "smoke: npm start exited early" >&2; exit 1; }
+  sleep 1
+done
+echo "smoke: GET test_endpoint -> $status"
+case "$status" in 200|401) ;; *) cat "$LOG"; echo "smoke: unexpected status" >&2; kill -TERM -"$PID" || true; exit 1 ;; esac
+
+# Signal the server process alone (as an orchestrator would): it must stop its own PostgreSQL.
+NODE_PID=$(pgrep -g "$PID" -f 'dist/server/main.js' | head -1)
+kill -TERM "$NODE_PID"
+for _ in $(seq 1 30); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
+if kill -0 "$PID" 2>/dev/null; then cat "$LOG"; echo "smoke: npm start did not stop on SIGTERM" >&2; kill -KILL -"$PID"; exit 1; fi
+if pgrep -f -- "-D $PWD/$DATA_DIR" >/dev/null; then echo "smoke: orphan postgres left behind" >&2; pkill -f -- "-D $PWD/$DATA_DIR"; exit 1; fi
+echo "smoke: started, answered and stopped cleanly"

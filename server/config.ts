@@ -1,0 +1,57 @@
+import path from 'node:path';
+
+/** Everything the process reads from its environment, parsed once. */
+export interface Config {
+  env: 'production' | 'development' | 'test';
+  host: string;
+  port: number;
+  /** Unset: the embedded PostgreSQL under embedded.dataDir is used. */
+  databaseUrl: string | undefined;
+  /** Unset: rate limits and caches are in-process only. */
+  redisUrl: string | undefined;
+  pgPoolMax: number;
+  /** Seed demo data when the database has no bars (default: only for the embedded server). */
+  seedDemo: boolean;
+  demoBars: number;
+  logLevel: string;
+  embedded: { dataDir: string; port: number; startTimeoutMs: number };
+}
+
+export const projectRoot = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');
+
+function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+function bool(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
+  const databaseUrl = env.DATABASE_URL || undefined;
+  return {
+    env: nodeEnv,
+    host: env.HOST || '0.0.0.0',
+    port: int('PORT', 3000, env),
+    databaseUrl,
+    redisUrl: env.REDIS_URL || undefined,
+    pgPoolMax: int('PG_POOL_MAX', 10, env),
+    seedDemo: bool('SEED_DEMO_DATA', databaseUrl === undefined, env),
+    demoBars: int('DEMO_BARS', 5000, env),
+    logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
+    embedded: {
+      dataDir: path.resolve(projectRoot, env.EMBEDDED_PG_DIR || '.data/postgres'),
+      port: int('EMBEDDED_PG_PORT', 54329, env),
+      startTimeoutMs: int('EMBEDDED_PG_START_TIMEOUT_MS', 30000, env),
+    },
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * `npm start`: find (or start) the database, migrate it, seed demo data on a
+ * first embedded start, then serve the partner API until SIGINT/SIGTERM.
+ */
+import http from 'node:http';
+import pg from 'pg';
+import { seedDemoData } from '../db/seed';
+import { loadConfig } from './config';
+import { locateDatabase, type DatabaseLocation } from './db/database';
+import { migrateDatabase } from './db/migrate';
+import { createPool } from './db/pools';
+import { createPartnerApp } from './http/app';
+import { sendError } from './http/errors';
+import { createLogger } from './log';
+
+async function countBars(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>('select count(*)::int as n from (select 1 from private.bars limit 1) b');
+    return rows[0]?.n ?? 0;
+  } finally {
+    await client.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  let shuttingDown = false;
+
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down');
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => logger.error({ err }, 'cleanup failed'));
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  let db: DatabaseLocation;
+  try {
+    db = await locateDatabase(config);
+  } catch (e) {
+    fail(`cannot start the embedded PostgreSQL: ${(e as Error).message}`);
+  }
+  cleanups.push(() => db.stop());
+  try {
+    await migrateDatabase(db.url);
+  } catch (e) {
+    await db.stop();
+    fail(`migration failed: ${(e as Error).message}`);
+  }
+
+  if (config.seedDemo && (await countBars(db.url)) === 0) {
+    logger.info({ bars: config.demoBars }, 'seeding demo data (first start)');
+    await seedDemoData(db.url, { bars: config.demoBars, onProgress: (m) => process.stderr.write(`${m}\n`) });
+  }
+
+  const pool = createPool(db.url, { max: config.pgPoolMax, role: 'bar_partner', applicationName: 'partner-api' });
+  cleanups.push(() => pool.end());
+
+  const guard = [(_req: unknown, res: Parameters<typeof sendError>[0]) => sendError(res, 401, 'Missing API key')];
+  const app = createPartnerApp({ config, logger, pool, guard });
+  const server = http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  }).catch((e: NodeJS.ErrnoException) => {
+    void db.stop().finally(() => fail(e.code === 'EADDRINUSE' ? `port ${config.port} is already in use; set PORT` : e.message));
+  });
+  cleanups.unshift(() => new Promise((resolve) => server.close(resolve)));
+
+  logger.info({ port: config.port, embeddedDatabase: db.embedded }, 'partner API listening');
+  if (db.embedded) {
+    process.stderr.write(
+      `\nPartner API on http://localhost:${config.port}/api/v1/partner (embedded PostgreSQL, demo data)\n`,
+    );
+  }
+}
+
+function fail(reason: string): never {
+  process.stderr.write(`error: ${reason}\n`);
+  process.exit(1);
+}
+
+main().catch((e) => fail((e as Error).message ?? String(e)));
