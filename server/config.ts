@@ -5,6 +5,13 @@ export interface Config {
   env: 'production' | 'development' | 'test';
   host: string;
   port: number;
+  /** TLS_CERT_FILE + TLS_KEY_FILE (PEM): the partner listener speaks HTTPS itself. */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /** express 'trust proxy' (TRUST_PROXY): false, true, a hop count, or comma-separated addresses/subnets. */
+  trustProxy: boolean | number | string;
+  /** The operator GraphQL listener (loopback unless ADMIN_HOST says otherwise). */
+  adminHost: string;
+  adminPort: number;
   /** Unset: the embedded PostgreSQL under embedded.dataDir is used. */
   databaseUrl: string | undefined;
   /** Unset: rate limits and caches are in-process only. */
@@ -35,6 +42,23 @@ function bool(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean 
   throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
+function tls(env: NodeJS.ProcessEnv): Config['tls'] {
+  const certFile = env.TLS_CERT_FILE || undefined;
+  const keyFile = env.TLS_KEY_FILE || undefined;
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile || !keyFile) throw new Error('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  return { certFile, keyFile };
+}
+
+function trustProxy(env: NodeJS.ProcessEnv): Config['trustProxy'] {
+  const raw = env.TRUST_PROXY;
+  if (raw === undefined || raw === '') return false;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^(false|no|off)$/i.test(raw)) return false;
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = env.DATABASE_URL || undefined;
@@ -42,6 +66,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env: nodeEnv,
     host: env.HOST || '0.0.0.0',
     port: int('PORT', 3000, env),
+    tls: tls(env),
+    trustProxy: trustProxy(env),
+    adminHost: env.ADMIN_HOST || '127.0.0.1',
+    adminPort: int('ADMIN_PORT', 3001, env),
     databaseUrl,
     redisUrl: env.REDIS_URL || undefined,
     pgPoolMax: int('PG_POOL_MAX', 10, env),

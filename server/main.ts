@@ -2,16 +2,18 @@
  * `npm start`: find (or start) the database, migrate it, seed demo data on a
  * first embedded start, then serve the partner API until SIGINT/SIGTERM.
  */
-import http from 'node:http';
 import pg from 'pg';
 import { seedDemoData } from '../db/seed';
 import { loadConfig } from './config';
 import { locateDatabase, type DatabaseLocation } from './db/database';
 import { migrateDatabase } from './db/migrate';
 import { createPool } from './db/pools';
+import { createPartnerGuard } from './credentials/guard';
 import { createPartnerApp } from './http/app';
-import { sendError } from './http/errors';
+import { createPartnerServer } from './http/server';
 import { createLogger } from './log';
+import { firstKeyHint } from './admin/hint';
+import { startOperatorServer } from './operator/server';
 
 async function countBars(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
@@ -62,9 +64,10 @@ async function main(): Promise<void> {
   const pool = createPool(db.url, { max: config.pgPoolMax, role: 'bar_partner', applicationName: 'partner-api' });
   cleanups.push(() => pool.end());
 
-  const guard = [(_req: unknown, res: Parameters<typeof sendError>[0]) => sendError(res, 401, 'Missing API key')];
-  const app = createPartnerApp({ config, logger, pool, guard });
-  const server = http.createServer(app);
+  const guard = await createPartnerGuard({ pool, databaseUrl: db.url, redisUrl: config.redisUrl, logger });
+  cleanups.push(() => guard.close()); // runs before pool.end: writes pending usage counts
+  const app = createPartnerApp({ config, logger, pool, guard: guard.handlers });
+  const server = createPartnerServer(config, app); // HTTPS when TLS_CERT_FILE + TLS_KEY_FILE are set
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -73,11 +76,20 @@ async function main(): Promise<void> {
   });
   cleanups.unshift(() => new Promise((resolve) => server.close(resolve)));
 
+  // Operator GraphQL endpoint: its own listener (ADMIN_HOST:ADMIN_PORT, loopback by default).
+  const operatorGraphql = await startOperatorServer({ databaseUrl: db.url, config, logger }).catch(async (e: NodeJS.ErrnoException) => {
+    await db.stop();
+    return fail(e.code === 'EADDRINUSE' ? `port ${config.adminPort} is already in use; set ADMIN_PORT` : `operator GraphQL: ${e.message}`);
+  });
+  cleanups.unshift(() => operatorGraphql.close());
+  logger.info({ url: `${operatorGraphql.url}/graphql` }, 'operator GraphQL listening');
+
   logger.info({ port: config.port, embeddedDatabase: db.embedded }, 'partner API listening');
   if (db.embedded) {
     process.stderr.write(
-      `\nPartner API on http://localhost:${config.port}/api/v1/partner (embedded PostgreSQL, demo data)\n`,
+      `\nPartner API on ${config.tls ? 'https' : 'http'}://localhost:${config.port}/api/v1/partner (embedded PostgreSQL, demo data)\n`,
     );
+    process.stderr.write(`${firstKeyHint(`${config.tls ? 'https' : 'http'}://localhost:${config.port}`)}\n`);
   }
 }
 

@@ -18,6 +18,9 @@ export function sendError(res: Response, status: number, message: string, body: 
   res.status(status).type('application/json').send(JSON.stringify({ error: message, ...body, request_id: res.locals.requestId }));
 }
 
+/** SQLSTATE raised by api.* functions for input they reject; the message is written for the client. */
+export const INVALID_INPUT = 'PT400';
+
 /** PostgreSQL or network errors that mean "the database cannot be reached right now". */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
@@ -40,6 +43,11 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       sendError(res, status, status === 400 ? 'Malformed request' : 'Request rejected');
+      return;
+    }
+    // An api function judged the input invalid (e.g. end_date before start_date in the city's time zone).
+    if ((err as { code?: string }).code === INVALID_INPUT) {
+      sendError(res, 400, (err as Error).message);
       return;
     }
     if (isDatabaseUnavailable(err)) {

@@ -1,0 +1,48 @@
+/**
+ * Protocol-level checks answered before the credentials guard: methods (405),
+ * Accept (406) and HSTS. Every resource of this API is GET-only JSON.
+ */
+import type { RequestHandler } from 'express';
+import { sendError } from './errors';
+
+export const ALLOWED_METHODS = 'GET, HEAD';
+
+export const onlyGetAndHead: RequestHandler = (req, res, next) => {
+  if (req.method === 'GET' || req.method === 'HEAD') return next();
+  res.setHeader('Allow', ALLOWED_METHODS);
+  sendError(res, 405, `Method ${req.method} is not allowed; this API accepts GET and HEAD`);
+};
+
+/**
+ * True when an Accept header admits application/json: no header, `*\/*`,
+ * `application/*` or `application/json` (with any parameters), unless the most
+ * specific matching range says q=0.
+ */
+export function acceptsJson(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true;
+  let best: { specificity: number; q: number } | undefined;
+  for (const part of accept.split(',')) {
+    const [range = '', ...params] = part.split(';').map((s) => s.trim());
+    const specificity = ({ 'application/json': 2, 'application/*': 1, '*/*': 0 } as Record<string, number>)[range.toLowerCase()];
+    if (specificity === undefined) continue;
+    let q = 1;
+    for (const param of params) {
+      const [name, value] = param.split('=').map((s) => s.trim());
+      if (name?.toLowerCase() === 'q') q = Number(value);
+    }
+    if (!Number.isFinite(q)) q = 0;
+    if (!best || specificity > best.specificity || (specificity === best.specificity && q > best.q)) best = { specificity, q };
+  }
+  return best !== undefined && best.q > 0;
+}
+
+export const requireJsonAcceptable: RequestHandler = (req, res, next) => {
+  if (acceptsJson(req.get('accept'))) return next();
+  sendError(res, 406, 'Not acceptable: this API serves application/json only');
+};
+
+/** HSTS on responses that reached us over HTTPS (directly, or via a trusted proxy's X-Forwarded-Proto). */
+export const strictTransportSecurity: RequestHandler = (req, res, next) => {
+  if (req.secure) res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+  next();
+};

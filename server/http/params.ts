@@ -1,0 +1,123 @@
+/**
+ * Query parameter parsing for the partner routes. Every rule of decisions.md
+ * "Parameters and errors" that can be judged from the request alone lives here;
+ * a broken rule is a 400 naming the parameter as the contract spells it.
+ * Nothing is clamped or silently ignored.
+ */
+import type { Request } from 'express';
+import { HttpError } from './errors';
+
+export const badRequest = (message: string): HttpError => new HttpError(400, message);
+
+export interface IntRule { min: number; max: number; default: number }
+export interface NumberRule { min: number; max: number; minExclusive?: boolean }
+
+export const PAGE: IntRule = { min: 1, max: 2147483647, default: 1 };
+export const PER_PAGE: IntRule = { min: 1, max: 100, default: 20 };
+export const LATITUDE: NumberRule = { min: -90, max: 90 };
+export const LONGITUDE: NumberRule = { min: -180, max: 180 };
+
+export const CLASSIFICATIONS = ['live_music', 'dj', 'trivia', 'karaoke', 'happy_hour', 'sports', 'comedy', 'special'] as const;
+
+const INTEGER = /^[+-]?\d+$/;
+const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(Z|[+-](\d{2}):?(\d{2}))?$/i;
+
+function rangeText(rule: NumberRule): string {
+  return rule.minExclusive ? `greater than ${rule.min} and at most ${rule.max}` : `between ${rule.min} and ${rule.max}`;
+}
+
+function validDate(y: string, m: string, d: string): boolean {
+  const year = Number(y), month = Number(m), day = Number(d);
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/** One request's query string, read parameter by parameter. */
+export class QueryParams {
+  constructor(private readonly query: Request['query']) {}
+
+  /** A single string value; a repeated (`a=1&a=2`), bracketed or nested parameter is a 400. */
+  string(name: string): string | undefined {
+    return single(name, this.query[name]);
+  }
+
+  /** A non-empty string (category, group_slug): empty would silently match nothing. */
+  nonEmpty(name: string): string | undefined {
+    const value = this.string(name);
+    if (value !== undefined && value.trim() === '') throw badRequest(`${name} must not be empty`);
+    return value;
+  }
+
+  int(name: string, rule: IntRule): number {
+    const raw = this.string(name);
+    if (raw === undefined) return rule.default;
+    const n = INTEGER.test(raw) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(n) || n < rule.min || n > rule.max) {
+      throw badRequest(`${name} must be an integer between ${rule.min} and ${rule.max}`);
+    }
+    return n;
+  }
+
+  number(name: string, rule: NumberRule): number | undefined {
+    return parseNumber(name, this.string(name), rule);
+  }
+
+  /** `corner1[latitude]`: with the 'extended' query parser corner1 arrives as an object. */
+  nestedNumber(name: string, key: string, rule: NumberRule): number | undefined {
+    const outer = this.query[name];
+    const label = `${name}[${key}]`;
+    if (outer === undefined) return undefined;
+    if (typeof outer !== 'object' || Array.isArray(outer)) {
+      throw badRequest(`${name} must be given as ${name}[latitude] and ${name}[longitude]`);
+    }
+    return parseNumber(label, single(label, (outer as Record<string, unknown>)[key]), rule);
+  }
+
+  /** YYYY-MM-DD or an ISO 8601 date-time (offset optional: without one it is the city's local time). */
+  date(name: string): string | undefined {
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    const message = `${name} must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)`;
+    const d = DATE.exec(raw);
+    if (d) {
+      if (!validDate(d[1]!, d[2]!, d[3]!)) throw badRequest(message);
+      return raw;
+    }
+    const t = DATE_TIME.exec(raw);
+    if (!t || !validDate(t[1]!, t[2]!, t[3]!)) throw badRequest(message);
+    const [hour, minute, second] = [Number(t[4]), Number(t[5]), Number(t[6] ?? 0)];
+    const [offsetHour, offsetMinute] = [Number(t[8] ?? 0), Number(t[9] ?? 0)];
+    if (hour > 23 || minute > 59 || second > 59 || offsetHour > 14 || offsetMinute > 59) throw badRequest(message);
+    return raw;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    if (!(allowed as readonly string[]).includes(raw)) throw badRequest(`${name} must be one of ${allowed.join(', ')}`);
+    return raw as T;
+  }
+}
+
+function single(name: string, value: unknown): string | undefined {
+  if (value === undefined || typeof value === 'string') return value;
+  throw badRequest(`${name} must be given once, as a single value`);
+}
+
+function parseNumber(name: string, raw: string | undefined, rule: NumberRule): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = DECIMAL.test(raw) ? Number(raw) : NaN;
+  const inRange = rule.minExclusive ? n > rule.min : n >= rule.min;
+  if (!Number.isFinite(n) || !inRange || n > rule.max) throw badRequest(`${name} must be a number ${rangeText(rule)}`);
+  return n;
+}
+
+/** latitude + longitude, both or neither. */
+export function position(params: QueryParams): { latitude: number; longitude: number } | undefined {
+  const latitude = params.number('latitude', LATITUDE);
+  const longitude = params.number('longitude', LONGITUDE);
+  if ((latitude === undefined) !== (longitude === undefined)) throw badRequest('latitude and longitude must be given together');
+  return latitude === undefined || longitude === undefined ? undefined : { latitude, longitude };
+}

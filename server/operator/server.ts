@@ -1,0 +1,150 @@
+/**
+ * The operator GraphQL listener: its own node:http server (loopback by
+ * default) with PostGraphile's grafserv at /graphql behind operator bearer
+ * tokens, and the ruru IDE at /graphiql outside production.
+ */
+import './graphile-env'; // before PostGraphile is loaded
+import './node20-compat';
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { postgraphile } from 'postgraphile';
+import { grafserv } from 'postgraphile/grafserv/node';
+import type { Config } from '../config';
+import { createPool } from '../db/pools';
+import { isDatabaseUnavailable } from '../http/errors';
+import type { Logger } from '../log';
+import { authenticateOperator, type OperatorIdentity } from './auth';
+import { GRAPHIQL_PATH, GRAPHQL_PATH, makeOperatorPreset, OPERATOR_ROLE } from './preset';
+import type { QueryLimits } from './limits';
+
+export interface OperatorServerOptions {
+  databaseUrl: string;
+  config: Pick<Config, 'env' | 'adminHost' | 'adminPort' | 'pgPoolMax'>;
+  logger: Logger;
+  statementTimeoutMs?: number;
+  limits?: QueryLimits;
+}
+
+export interface OperatorServer {
+  server: http.Server;
+  /** e.g. http://127.0.0.1:3001 */
+  url: string;
+  close(): Promise<void>;
+}
+
+const RURU_STATIC_PREFIX = '/ruru-static/';
+
+function sendJson(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(payload), ...headers });
+  res.end(payload);
+}
+
+export async function startOperatorServer(options: OperatorServerOptions): Promise<OperatorServer> {
+  const { config, logger } = options;
+  const production = config.env === 'production';
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
+  const pool = createPool(options.databaseUrl, {
+    max: config.pgPoolMax,
+    role: OPERATOR_ROLE,
+    applicationName: 'operator-graphql',
+    statementTimeoutMs,
+  });
+  const operators = new WeakMap<IncomingMessage, OperatorIdentity>();
+  const pgl = postgraphile(makeOperatorPreset({
+    pool,
+    logger,
+    production,
+    operatorOf: (req) => operators.get(req),
+    statementTimeoutMs,
+    limits: options.limits,
+  }));
+  // Releases the grafserv instance too.
+  const release = async () => {
+    await pgl.release();
+    await pool.end();
+  };
+
+  let handleGraphQL: ReturnType<ReturnType<typeof grafserv>['createHandler']>;
+  try {
+    await pgl.getSchema(); // fail at start, not on the first request
+    const serv = pgl.createServ(grafserv);
+    await serv.ready();
+    handleGraphQL = serv.createHandler();
+  } catch (e) {
+    await release().catch(() => undefined);
+    throw e;
+  }
+
+  const server = http.createServer((req, res) => {
+    const requestId = randomUUID();
+    const started = process.hrtime.bigint();
+    res.setHeader('X-Request-Id', requestId);
+    res.on('finish', () => {
+      logger.info({
+        requestId,
+        method: req.method,
+        path: req.url?.split('?')[0],
+        status: res.statusCode,
+        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+        operatorId: operators.get(req)?.id,
+      }, 'operator request');
+    });
+    const fail = (status: number, error: string, headers?: Record<string, string>) =>
+      sendJson(res, status, { error, request_id: requestId }, headers);
+    const next = (err?: unknown) => {
+      if (!err) return fail(404, 'Not found');
+      logger.error({ requestId, err }, 'operator request failed');
+      if (!res.headersSent) fail(500, 'Internal server error');
+    };
+
+    const path = (req.url ?? '/').split('?')[0];
+    if (!production && (path === GRAPHIQL_PATH || path?.startsWith(RURU_STATIC_PREFIX))) {
+      // The IDE's page and assets carry no data; every query it sends to
+      // /graphql needs the operator token (set in the IDE's headers pane).
+      handleGraphQL(req, res, next);
+      return;
+    }
+    if (path !== GRAPHQL_PATH) return fail(404, 'Not found');
+
+    authenticateOperator(pool, req).then((auth) => {
+      if (!auth.ok) return fail(401, auth.error, { 'WWW-Authenticate': 'Bearer' });
+      operators.set(req, auth.operator);
+      handleGraphQL(req, res, next);
+    }, (err: unknown) => {
+      if (isDatabaseUnavailable(err)) {
+        logger.warn({ requestId, err: { message: (err as Error).message } }, 'database unavailable');
+        return fail(503, 'Service temporarily unavailable, please retry', { 'Retry-After': '5' });
+      }
+      next(err);
+    });
+  });
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.adminPort, config.adminHost, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (e) {
+    await release().catch(() => undefined);
+    throw e;
+  }
+
+  const { port } = server.address() as AddressInfo;
+  const host = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    url: `http://${host}:${port}`,
+    close: () => (closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+      await release();
+    })()),
+  };
+}

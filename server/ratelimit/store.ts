@@ -1,0 +1,174 @@
+/**
+ * express-rate-limit stores for UTC-aligned windows.
+ *
+ * The limiter's key is `<window start ms>:<client>` (see limiters.ts), so each
+ * window has its own counter and the reset time is the end of that window,
+ * not "first hit + windowMs" as in the library's stores.
+ *
+ * - AlignedMemoryStore: in-process counters (no REDIS_URL, and the fallback).
+ *   The library's MemoryStore resets relative to the first hit and sweeps with
+ *   setInterval(windowMs), which overflows for a month-long window.
+ * - AlignedStore: counts in Redis through rate-limit-redis's RedisStore while
+ *   Redis is ready; when Redis fails it counts in process (per instance) and
+ *   goes back to Redis as soon as it is ready again.
+ */
+import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'express-rate-limit';
+import { RedisStore } from 'rate-limit-redis';
+import type { Logger } from '../log';
+import { redisReady, type RedisClient } from '../redis';
+import { windowEnd, type Bucket } from './windows';
+
+const DECREMENT_IF_EXISTS = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
+
+function windowOf(key: string): number {
+  return Number(key.slice(0, key.indexOf(':')));
+}
+
+export class AlignedMemoryStore implements Store {
+  readonly localKeys = true;
+  private readonly counters = new Map<string, { hits: number; resetsAt: number }>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly bucket: Bucket) {
+    this.sweeper = setInterval(() => this.sweep(), 60_000);
+    this.sweeper.unref();
+  }
+
+  private resetOf(key: string): number {
+    return windowEnd(this.bucket, windowOf(key));
+  }
+
+  get(key: string): ClientRateLimitInfo | undefined {
+    const counter = this.counters.get(key);
+    return counter && { totalHits: counter.hits, resetTime: new Date(counter.resetsAt) };
+  }
+
+  increment(key: string): IncrementResponse {
+    let counter = this.counters.get(key);
+    if (!counter) this.counters.set(key, (counter = { hits: 0, resetsAt: this.resetOf(key) }));
+    counter.hits++;
+    return { totalHits: counter.hits, resetTime: new Date(counter.resetsAt) };
+  }
+
+  decrement(key: string): void {
+    const counter = this.counters.get(key);
+    if (counter && counter.hits > 0) counter.hits--;
+  }
+
+  resetKey(key: string): void {
+    this.counters.delete(key);
+  }
+
+  resetAll(): void {
+    this.counters.clear();
+  }
+
+  shutdown(): void {
+    clearInterval(this.sweeper);
+    this.counters.clear();
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [key, counter] of this.counters) if (counter.resetsAt <= now) this.counters.delete(key);
+  }
+}
+
+export interface AlignedStoreOptions {
+  bucket: Bucket;
+  /** Absent: in-process counting only. */
+  redis?: RedisClient;
+  /** Redis key prefix (tests use a unique one). */
+  prefix: string;
+  logger: Logger;
+}
+
+export class AlignedStore implements Store {
+  readonly localKeys: boolean;
+  readonly prefix: string;
+  private readonly local: AlignedMemoryStore;
+  private readonly shared?: RedisStore;
+  private options?: Options;
+
+  constructor(private readonly opts: AlignedStoreOptions) {
+    this.local = new AlignedMemoryStore(opts.bucket);
+    this.prefix = `${opts.prefix}${opts.bucket}:`;
+    this.localKeys = !opts.redis;
+    if (opts.redis) {
+      const redis = opts.redis;
+      this.shared = new RedisStore({
+        prefix: this.prefix,
+        sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<never>,
+      });
+      // The store loads its Lua scripts in init(); if Redis was down then (or
+      // restarted since), load them again whenever the connection is ready.
+      redis.on('ready', () => this.initShared());
+    }
+  }
+
+  init(options: Options): void {
+    this.options = options;
+    this.initShared();
+  }
+
+  private initShared(): void {
+    if (!this.shared || !this.options || !redisReady(this.opts.redis!)) return;
+    this.shared.init(this.options).catch((err: Error) => this.opts.logger.debug({ err: { message: err.message } }, 'rate-limit script load failed'));
+  }
+
+  private useShared(): boolean {
+    return this.shared !== undefined && redisReady(this.opts.redis!);
+  }
+
+  private aligned(key: string, hits: number): IncrementResponse {
+    return { totalHits: hits, resetTime: new Date(windowEnd(this.opts.bucket, windowOf(key))) };
+  }
+
+  async increment(key: string): Promise<IncrementResponse> {
+    if (this.useShared()) {
+      try {
+        return this.aligned(key, (await this.shared!.increment(key)).totalHits);
+      } catch (err) {
+        this.opts.logger.warn({ err: { message: (err as Error).message }, bucket: this.opts.bucket }, 'Redis increment failed; counting in process');
+      }
+    }
+    return this.local.increment(key);
+  }
+
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    if (this.useShared()) {
+      try {
+        const info = await this.shared!.get(key);
+        return info && info.totalHits > 0 ? this.aligned(key, info.totalHits) : undefined;
+      } catch {
+        // fall through to the local count
+      }
+    }
+    return this.local.get(key);
+  }
+
+  // A decrement goes where counting happens now; around a switch between Redis
+  // and the fallback it can miss by one, which the window end repairs. Unlike
+  // the library's plain DECR it never creates a counter (a Redis that restarted
+  // empty would otherwise get a -1 key without expiry).
+  async decrement(key: string): Promise<void> {
+    if (this.useShared()) {
+      try {
+        await this.opts.redis!.eval(DECREMENT_IF_EXISTS, 1, this.shared!.prefixKey(key));
+        return;
+      } catch {
+        // fall through
+      }
+    }
+    this.local.decrement(key);
+  }
+
+  async resetKey(key: string): Promise<void> {
+    this.local.resetKey(key);
+    if (this.useShared()) await this.shared!.resetKey(key).catch(() => undefined);
+  }
+
+  shutdown(): void {
+    this.local.shutdown();
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Usage alerts: the served request whose count in a window brings a limited
+ * bucket to 80%, 90% or 100% of its limit records one alert each (warning,
+ * high_warning, limit_reached). Counts come from one atomic counter (Redis
+ * INCR), so exactly one request sees each threshold value; the database keeps
+ * one row per key, bucket, window and level anyway (unique constraint, insert
+ * ... on conflict do nothing), which covers several instances counting on
+ * their own while Redis is unavailable. Alerts are logged and readable by
+ * operators only; partners never see them.
+ */
+import type { Pool } from '../db/pools';
+import type { Logger } from '../log';
+import { windowStart, type Bucket } from '../ratelimit/windows';
+
+export const ALERT_LEVELS = [
+  { level: 'warning', share: 0.8 },
+  { level: 'high_warning', share: 0.9 },
+  { level: 'limit_reached', share: 1 },
+] as const;
+
+export type AlertLevel = (typeof ALERT_LEVELS)[number]['level'];
+
+export interface BucketUse {
+  bucket: Bucket;
+  used: number;
+  limit: number;
+  /** When the window ends (its start is derived from it). */
+  resetTime: Date;
+}
+
+/** The count at which a level is reached (at least 1). */
+export function threshold(limit: number, share: number): number {
+  return Math.max(1, Math.ceil(limit * share));
+}
+
+export class UsageAlerts {
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly pool: Pool, private readonly logger: Logger) {}
+
+  /** Called when a request was served, with the counts it brought its buckets to. */
+  check(identity: { keyId: string; subscriberId: string }, uses: BucketUse[]): void {
+    for (const use of uses) {
+      for (const { level, share } of ALERT_LEVELS) {
+        if (use.used !== threshold(use.limit, share)) continue;
+        const start = windowStart(use.bucket, use.resetTime.getTime() - 1);
+        const write = this.record(identity, use, start, level);
+        this.inFlight.add(write);
+        void write.finally(() => this.inFlight.delete(write));
+      }
+    }
+  }
+
+  private async record(identity: { keyId: string; subscriberId: string }, use: BucketUse, start: number, level: AlertLevel) {
+    try {
+      const { rows } = await this.pool.query<{ created: boolean }>(
+        'select api.record_usage_alert($1, $2, $3, $4, $5, $6) as created',
+        [identity.keyId, use.bucket, new Date(start), level, use.used, use.limit]);
+      if (rows[0]?.created) {
+        this.logger.warn({ alert: { level, bucket: use.bucket, windowStart: new Date(start).toISOString(), used: use.used,
+          limit: use.limit, keyId: identity.keyId, subscriberId: identity.subscriberId } }, 'usage alert');
+      }
+    } catch (err) {
+      this.logger.error({ err: { message: (err as Error).message }, level, bucket: use.bucket, keyId: identity.keyId },
+        'could not record a usage alert');
+    }
+  }
+
+  /** Waits for alerts being written (clean shutdown, tests). */
+  async settle(): Promise<void> {
+    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+  }
+}

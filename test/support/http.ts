@@ -1,0 +1,34 @@
+/** Real listening servers for tests that need many concurrent requests (supertest starts a server per request). */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type express from 'express';
+
+export interface Listening {
+  get(path: string, headers?: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
+  close(): Promise<void>;
+}
+
+export async function listen(app: express.Express): Promise<Listening> {
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  return {
+    get(path, headers = {}) {
+      return new Promise((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        });
+        req.on('error', reject);
+      });
+    },
+    async close() {
+      agent.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * A partner app (the real createPartnerApp with the real credentials guard)
+ * on a test database, plus fixtures for plans, subscribers and keys.
+ */
+import { randomBytes } from 'node:crypto';
+import type express from 'express';
+import pino from 'pino';
+import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
+import type { Pool } from '../../server/db/pools';
+import { createPartnerApp } from '../../server/http/app';
+import type { RedisClient } from '../../server/redis';
+import type { TestDatabase } from './db';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export interface PartnerInstance {
+  app: express.Express;
+  guard: PartnerGuard;
+  pool: Pool;
+  close(): Promise<void>;
+}
+
+export async function startPartner(db: TestDatabase, options: { redis?: RedisClient; redisPrefix?: string; logger?: pino.Logger } = {}): Promise<PartnerInstance> {
+  const pool = db.partnerPool();
+  const logger = options.logger ?? silentLogger;
+  const guard = await createPartnerGuard({
+    pool, databaseUrl: db.url, logger, redis: options.redis,
+    redisPrefix: options.redisPrefix ?? `test:${randomBytes(6).toString('hex')}:`,
+    usageFlushMs: 60_000, // tests flush explicitly
+  });
+  const app = createPartnerApp({ config: { env: 'test' }, logger, pool, guard: guard.handlers });
+  return { app, guard, pool, close: () => guard.close() };
+}
+
+export interface IssuedKey {
+  subscriberId: string;
+  keyId: string;
+  apiKey: string;
+}
+
+export async function createPlan(owner: Pool, perMinute: number | null, perDay: number | null = null, perMonth: number | null = null): Promise<string> {
+  const name = `plan-${randomBytes(4).toString('hex')}`;
+  await owner.query('select admin.create_plan($1, $2, $3, $4)', [name, perMinute, perDay, perMonth]);
+  return name;
+}
+
+export async function issueKey(owner: Pool, options: { plan?: string; endsAt?: Date | null; subscriberId?: string } = {}): Promise<IssuedKey> {
+  let subscriberId = options.subscriberId;
+  if (!subscriberId) {
+    const { rows } = await owner.query<{ id: string }>('select id from admin.create_subscriber($1, $2, $3)',
+      [`Partner ${randomBytes(3).toString('hex')}`, options.plan ?? 'standard', options.endsAt ?? null]);
+    subscriberId = rows[0]!.id;
+  }
+  const { rows } = await owner.query<{ id: string; api_key: string }>('select id, api_key from admin.issue_key($1)', [subscriberId]);
+  return { subscriberId, keyId: rows[0]!.id, apiKey: rows[0]!.api_key };
+}
+
+export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+
+/** Waits until the next minute has at least `needMs` left (tests that must stay in one minute window). */
+export async function awaitRoomInMinute(needMs: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
+}

@@ -1,0 +1,60 @@
+/**
+ * A throwaway redis-server of our own (never the machine's), for tests that
+ * stop Redis mid-run. Listens on a free loopback port, keeps nothing on disk.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+    probe.once('error', reject);
+  });
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export class OwnRedisServer {
+  private child?: ChildProcess;
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<OwnRedisServer> {
+    const server = new OwnRedisServer(await freePort());
+    await server.start();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = child;
+    for (let i = 0; i < 100; i++) {
+      if (await answers(this.port)) return;
+      if (child.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`redis-server did not start on port ${this.port}`);
+  }
+
+  /** Stops it hard (SIGKILL: like a crash) and waits until it is gone. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    this.child = undefined;
+  }
+}
