@@ -26,17 +26,23 @@ async function countBars(url: string): Promise<number> {
   }
 }
 
+// Run last-registered first: listeners close, then pending usage is written, then pools and the database stop.
+const cleanups: (() => Promise<unknown>)[] = [];
+
+async function runCleanups(onError: (err: unknown) => void): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(onError);
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const cleanups: (() => Promise<unknown>)[] = [];
   let shuttingDown = false;
 
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info({ signal }, 'shutting down');
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => logger.error({ err }, 'cleanup failed'));
+    await runCleanups((err) => logger.error({ err }, 'cleanup failed'));
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
@@ -65,7 +71,7 @@ async function main(): Promise<void> {
   cleanups.push(() => pool.end());
 
   const guard = await createPartnerGuard({ pool, databaseUrl: db.url, redisUrl: config.redisUrl, logger });
-  cleanups.push(() => guard.close()); // runs before pool.end: writes pending usage counts
+  cleanups.push(() => guard.close()); // writes pending usage counts
   const app = createPartnerApp({ config, logger, pool, guard: guard.handlers });
   const server = createPartnerServer(config, app); // HTTPS when TLS_CERT_FILE + TLS_KEY_FILE are set
   await new Promise<void>((resolve, reject) => {
@@ -74,14 +80,14 @@ async function main(): Promise<void> {
   }).catch((e: NodeJS.ErrnoException) => {
     void db.stop().finally(() => fail(e.code === 'EADDRINUSE' ? `port ${config.port} is already in use; set PORT` : e.message));
   });
-  cleanups.unshift(() => new Promise((resolve) => server.close(resolve)));
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
 
   // Operator GraphQL endpoint: its own listener (ADMIN_HOST:ADMIN_PORT, loopback by default).
   const operatorGraphql = await startOperatorServer({ databaseUrl: db.url, config, logger }).catch(async (e: NodeJS.ErrnoException) => {
     await db.stop();
     return fail(e.code === 'EADDRINUSE' ? `port ${config.adminPort} is already in use; set ADMIN_PORT` : `operator GraphQL: ${e.message}`);
   });
-  cleanups.unshift(() => operatorGraphql.close());
+  cleanups.push(() => operatorGraphql.close());
   logger.info({ url: `${operatorGraphql.url}/graphql` }, 'operator GraphQL listening');
 
   logger.info({ port: config.port, embeddedDatabase: db.embedded }, 'partner API listening');
@@ -98,4 +104,8 @@ function fail(reason: string): never {
   process.exit(1);
 }
 
-main().catch((e) => fail((e as Error).message ?? String(e)));
+// A failure after the embedded database started must not leave it running.
+main().catch(async (e) => {
+  await runCleanups(() => undefined);
+  fail((e as Error).message ?? String(e));
+});

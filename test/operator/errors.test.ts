@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startOperatorHarness, type OperatorHarness } from './support';
 
@@ -80,5 +81,44 @@ describe('operator GraphQL: session, errors and timeouts', () => {
     const res = await prod.gql('{ allPlans { nodes { keyHash } } }');
     expect(res.status).toBe(400);
     expect(res.body.errors![0]!.message).toMatch(/Cannot query field "keyHash"/);
+  });
+
+  test('database unreachable: 503 with Retry-After, and recovery when it returns', async () => {
+    const target = new URL(db.url);
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('error', () => undefined).on('close', () => sockets.delete(s));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as net.AddressInfo).port;
+    const viaProxy = new URL(db.url);
+    viaProxy.port = String(port);
+    const ops = await startOperatorHarness({ ...db, url: viaProxy.toString() });
+    try {
+      expect((await ops.gql('{ allPlans { totalCount } }')).status).toBe(200);
+
+      await new Promise<void>((resolve) => {
+        proxy.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+      const down = await ops.gql('{ allPlans { totalCount } }');
+      expect(down.status).toBe(503);
+      expect(down.headers.get('retry-after')).toBe('5');
+      expect(down.body.error).toBe('Service temporarily unavailable, please retry');
+
+      await new Promise<void>((resolve) => proxy.listen(port, '127.0.0.1', resolve));
+      const up = await ops.gql('{ allPlans { totalCount } }');
+      expect(up.status).toBe(200);
+      expect(up.body.data).toEqual({ allPlans: { totalCount: 1 } });
+    } finally {
+      await ops.close();
+      proxy.close();
+      for (const s of sockets) s.destroy();
+    }
   });
 });

@@ -9,6 +9,7 @@ import type { TestDatabase } from '../support/db';
 
 export interface GraphQLResponse<T = Record<string, any>> {
   status: number;
+  headers: Headers;
   body: { data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[]; error?: string };
 }
 
@@ -45,7 +46,7 @@ export async function startOperatorHarness(
       const bearer = useToken === undefined ? token : useToken;
       if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
       const res = await fetch(`${server.url}/graphql`, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
-      return { status: res.status, body: (await res.json()) as GraphQLResponse<T>['body'] };
+      return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLResponse<T>['body'] };
     },
     close: () => server.close(),
   };
