@@ -42,6 +42,7 @@ describe('npm start with the embedded database, when it cannot work', () => {
   test('a taken port: exits 1 within seconds, one line naming the port', async () => {
     const blocker = await listenOnFreePort();
     const port = (blocker.address() as net.AddressInfo).port;
+    fs.mkdirSync(path.join(projectRoot, '.data'), { recursive: true });
     const dir = fs.mkdtempSync(path.join(projectRoot, '.data', 'start-test-'));
     try {
       const result = await startServer({ EMBEDDED_PG_PORT: String(port), EMBEDDED_PG_DIR: path.join(dir, 'pg'), PORT: '0' });
