@@ -15,12 +15,14 @@ import { createLogger } from './log';
 import { firstKeyHint } from './admin/hint';
 import { startOperatorServer } from './operator/server';
 
-async function countBars(url: string): Promise<number> {
+/** The demo generator only seeds an empty database: no cities, bars, categories or users. */
+async function hasBarData(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number }>('select count(*)::int as n from (select 1 from private.bars limit 1) b');
-    return rows[0]?.n ?? 0;
+    const { rows } = await client.query<{ any: boolean }>(`select exists (select 1 from private.cities) or exists (select 1 from private.bars)
+      or exists (select 1 from private.categories) or exists (select 1 from private.users) as any`);
+    return rows[0]?.any ?? false;
   } finally {
     await client.end();
   }
@@ -62,7 +64,7 @@ async function main(): Promise<void> {
     fail(`migration failed: ${(e as Error).message}`);
   }
 
-  if (config.seedDemo && (await countBars(db.url)) === 0) {
+  if (config.seedDemo && !(await hasBarData(db.url))) {
     logger.info({ bars: config.demoBars }, 'seeding demo data (first start)');
     await seedDemoData(db.url, { bars: config.demoBars, onProgress: (m) => process.stderr.write(`${m}\n`) });
   }

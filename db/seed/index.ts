@@ -156,17 +156,23 @@ async function stage(client: pg.Client, bars: number): Promise<void> {
       no: i + 1, slug: g.slug, name: g.name, min_bars: g.minBars, rule: g.rule, size: g.size,
       category_nos: (g.categories ?? []).map(categoryNo),
     }))],
-    [sql.stagingTables.words, {
-      adjectives: words.adjectives, nouns: words.nouns, people: words.people, streets: words.streets,
-      street_suffixes: words.streetSuffixes, vibes: words.vibes, features: words.features, closers: words.closers,
-      post_openers: words.postOpeners, post_remarks: words.postRemarks, user_first: words.userFirst,
-      user_second: words.userSecond, act_first: acts.first, act_second: acts.second, djs: acts.djs,
-      category_lottery: lottery(categories.map((c) => c.weight)), kind_lottery: lottery(eventKinds.map((k) => k.weight)),
-      profile_variants: profileVariants.length,
-    }],
   ];
   for (const [statement, payload] of payloads) await client.query(statement, [JSON.stringify(payload)]);
+
+  const lists: [string, unknown[], 'text[]' | 'integer[]'][] = [
+    ...Object.entries({ ...words, act_first: acts.first, act_second: acts.second, djs: acts.djs })
+      .map(([name, list]): [string, unknown[], 'text[]'] => [snakeCase(name), list, 'text[]']),
+    ['category_lottery', lottery(categories.map((c) => c.weight)), 'integer[]'],
+    ['kind_lottery', lottery(eventKinds.map((k) => k.weight)), 'integer[]'],
+  ];
+  for (const [name, list, type] of lists) {
+    const { rows } = await client.query<{ ddl: string }>(sql.constantFunction, [name, JSON.stringify(list), type]);
+    await client.query(rows[0]!.ddl);
+  }
+  await client.query(`create function pg_temp.profile_variants() returns integer language sql immutable as 'select ${profileVariants.length}'`);
 }
+
+const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /**
  * Drops the secondary indexes and the foreign keys of the bar-data tables and

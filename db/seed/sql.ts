@@ -28,6 +28,19 @@ export function helperFunctions(seed: number, anchorIso: string, users: number):
   ];
 }
 
+/**
+ * A word list (or lottery) as a constant function: pg_temp.nouns() returns text[].
+ * Inlined into each statement as a constant, an array costs nothing per row, where
+ * the same array read from a temp table row would be detoasted on every access.
+ * $1 name, $2 JSON array of the values, $3 the array type. Returns the DDL to run.
+ */
+export const constantFunction = `
+  select format('create function pg_temp.%I() returns %s language sql immutable parallel safe as %L',
+                $1::text, $3::text,
+                format('select %L::%s', (select array_agg(e order by n)
+                                         from json_array_elements_text($2::json) with ordinality as x(e, n))::text,
+                       $3::text)) as ddl`;
+
 /** Temp tables filled from JSON parameters built in TypeScript ($1). */
 export const stagingTables = {
   cities: `
@@ -66,14 +79,6 @@ export const stagingTables = {
     create temp table seed_groups on commit drop as
     select * from json_to_recordset($1::json) as j(no integer, slug text, name text, min_bars integer, rule text,
                                                     category_nos integer[], size integer)`,
-  // One row: every word list, plus lottery arrays that turn weights into O(1) draws.
-  words: `
-    create temp table seed_words on commit drop as
-    select * from json_to_record($1::json) as j(adjectives text[], nouns text[], people text[], streets text[],
-                                                 street_suffixes text[], vibes text[], features text[], closers text[],
-                                                 post_openers text[], post_remarks text[], user_first text[],
-                                                 user_second text[], act_first text[], act_second text[], djs text[],
-                                                 category_lottery integer[], kind_lottery integer[], profile_variants integer)`,
 };
 
 export const cities = `
@@ -99,13 +104,12 @@ export const seedBars = `
          case when s.no <= 8 then 1 + pg_temp.pick(s.no, 108, 5) else pg_temp.pick(s.no, 108, 7) end as n_events,
          pg_temp.pick(s.no, 109, 21) as n_posts
   from (
-    select b.no, c.no as city_no, k.k, w.profile_variants as variants,
-           w.category_lottery[1 + pg_temp.pick(b.no, 101, cardinality(w.category_lottery))] as cat1,
+    select b.no, c.no as city_no, k.k, pg_temp.profile_variants() as variants,
+           (pg_temp.category_lottery())[1 + pg_temp.pick(b.no, 101, cardinality(pg_temp.category_lottery()))] as cat1,
            (array[1, 1, 2, 2, 3])[1 + pg_temp.pick(b.no, 102, 5)] as n_cats,
            1 + pg_temp.pick(b.no, 103, k.k - 1) as o1,
            1 + pg_temp.pick(b.no, 104, k.k - 2) as o2
     from seed_cities c
-    cross join seed_words w
     cross join (select count(*)::integer as k from seed_categories) k
     cross join lateral generate_series(c.first_bar, c.first_bar + c.bars - 1) as b(no)
   ) s
@@ -117,7 +121,7 @@ export const bars = `
   overriding system value
   select b.no, b.city_no, n.name,
          format('%s %s %s', floor(exp(pg_temp.rnd(b.no, 150) * 9.2))::integer,
-                pg_temp.word(w.streets, b.no, 151), pg_temp.word(w.street_suffixes, b.no, 152)),
+                pg_temp.word(pg_temp.streets(), b.no, 151), pg_temp.word(pg_temp.street_suffixes(), b.no, 152)),
          c.zip_digit::text || lpad(pg_temp.pick(c.no, 2, 100)::text, 2, '0')
            || lpad((1 + pg_temp.pick(b.no, 153, c.zip_count))::text, 2, '0'),
          round((c.latitude + pg_temp.gauss(b.no, 111) * g.sigma / 110.574)::numeric, 6)::float8,
@@ -127,37 +131,36 @@ export const bars = `
          case when r.total > 0 then round(least(5, greatest(1, 4.2 + 0.45 * pg_temp.gauss(b.no, 121)))::numeric, 1) end,
          r.total,
          least(4, greatest(1, cat.price + (array[-1, 0, 0, 0, 1])[1 + pg_temp.pick(b.no, 123, 5)])),
-         format('%s %s in %s with %s and %s. %s', pg_temp.word(w.vibes, b.no, 160), cat.noun, c.name,
-                w.features[1 + f.f1], w.features[1 + (f.f1 + 1 + pg_temp.pick(b.no, 162, f.n - 1)) % f.n],
-                pg_temp.word(w.closers, b.no, 163)),
+         format('%s %s in %s with %s and %s. %s', pg_temp.word(pg_temp.vibes(), b.no, 160), cat.noun, c.name,
+                (pg_temp.features())[1 + f.f1], (pg_temp.features())[1 + (f.f1 + 1 + pg_temp.pick(b.no, 162, f.n - 1)) % f.n],
+                pg_temp.word(pg_temp.closers(), b.no, 163)),
          case when pg_temp.rnd(b.no, 156) < 0.95 then format('https://images.example.com/bars/%s/profile.jpg', b.no) end,
          t.created_at,
          t.created_at + (pg_temp.anchor() - t.created_at) * pg_temp.rnd(b.no, 171)
   from seed_bars b
   join seed_cities c on c.no = b.city_no
   join seed_categories cat on cat.no = b.cat1
-  cross join seed_words w
   cross join lateral (select case when pg_temp.rnd(b.no, 110) < 0.35 then 0.25 else 1 end * c.spread_km as sigma) g
   cross join lateral (
     select case when pg_temp.rnd(b.no, 120) < 0.02 then 0
                 else least(60000, floor(exp(4.8 + 1.3 * pg_temp.gauss(b.no, 124))))::integer end as total
   ) r
-  cross join lateral (select cardinality(w.features) as n, pg_temp.pick(b.no, 161, cardinality(w.features)) as f1) f
+  cross join lateral (select cardinality(pg_temp.features()) as n, pg_temp.pick(b.no, 161, cardinality(pg_temp.features())) as f1) f
   cross join lateral (select pg_temp.anchor() - make_interval(days => 30 + pg_temp.pick(b.no, 170, 3000)) as created_at) t
   cross join lateral (
-    select pg_temp.pick(b.no, 140, 20) as pattern, pg_temp.word(w.adjectives, b.no, 141) as adj,
-           pg_temp.pick(b.no, 142, cardinality(w.nouns)) as noun_i, cardinality(w.nouns) as nouns,
+    select pg_temp.pick(b.no, 140, 20) as pattern, pg_temp.word(pg_temp.adjectives(), b.no, 141) as adj,
+           pg_temp.pick(b.no, 142, cardinality(pg_temp.nouns())) as noun_i, cardinality(pg_temp.nouns()) as nouns,
            pg_temp.word(cat.name_words, b.no, 144) as kind
   ) p
   cross join lateral (
     select case
-      when p.pattern < 6 then format('The %s %s', p.adj, w.nouns[1 + p.noun_i])
-      when p.pattern < 11 then format('%s %s %s', p.adj, w.nouns[1 + p.noun_i], p.kind)
+      when p.pattern < 6 then format('The %s %s', p.adj, (pg_temp.nouns())[1 + p.noun_i])
+      when p.pattern < 11 then format('%s %s %s', p.adj, (pg_temp.nouns())[1 + p.noun_i], p.kind)
       when p.pattern < 13 then format('%s%s & %s', case when pg_temp.rnd(b.no, 145) < 0.5 then 'The ' else '' end,
-                                      w.nouns[1 + p.noun_i], w.nouns[1 + (p.noun_i + 1 + pg_temp.pick(b.no, 143, p.nouns - 1)) % p.nouns])
-      when p.pattern < 16 then format('%s''s %s', pg_temp.word(w.people, b.no, 146), p.kind)
-      when p.pattern < 18 then format('The %s %s', w.nouns[1 + p.noun_i], p.kind)
-      when p.pattern < 19 then format('%s Street %s', pg_temp.word(w.streets, b.no, 147), p.kind)
+                                      (pg_temp.nouns())[1 + p.noun_i], (pg_temp.nouns())[1 + (p.noun_i + 1 + pg_temp.pick(b.no, 143, p.nouns - 1)) % p.nouns])
+      when p.pattern < 16 then format('%s''s %s', pg_temp.word(pg_temp.people(), b.no, 146), p.kind)
+      when p.pattern < 18 then format('The %s %s', (pg_temp.nouns())[1 + p.noun_i], p.kind)
+      when p.pattern < 19 then format('%s Street %s', pg_temp.word(pg_temp.streets(), b.no, 147), p.kind)
       else format('%s %s', c.name, p.kind)
     end as name
   ) n
@@ -202,19 +205,18 @@ export const events = `
   overriding system value
   select e.id, b.no, b.city_no,
          replace(replace(pg_temp.word(k.titles, e.id, 202), '{day}', to_char(d.day, 'FMDay')), '{act}',
-                 case when k.classification = 'dj' then pg_temp.word(w.djs, e.id, 208)
-                      else format('The %s %s', pg_temp.word(w.act_first, e.id, 209), pg_temp.word(w.act_second, e.id, 210)) end),
+                 case when k.classification = 'dj' then pg_temp.word(pg_temp.djs(), e.id, 208)
+                      else format('The %s %s', pg_temp.word(pg_temp.act_first(), e.id, 209), pg_temp.word(pg_temp.act_second(), e.id, 210)) end),
          pg_temp.word(k.descriptions, e.id, 203),
          k.classification, s.start_at,
          s.start_at + make_interval(mins => k.min_minutes + 30 * pg_temp.pick(e.id, 206, k.duration_steps + 1)),
          least(s.start_at, pg_temp.anchor()) - make_interval(hours => 2 + pg_temp.pick(e.id, 207, 24 * 21))
   from seed_bars b
   join seed_cities c on c.no = b.city_no
-  cross join seed_words w
   cross join lateral generate_series(1, b.n_events) as n(k)
   cross join lateral (select (b.no - 1) * 8 + n.k as id) e
   join seed_kinds k on k.no = case when b.no <= 8 and n.k = 1 then b.no::integer
-                                   else w.kind_lottery[1 + pg_temp.pick(e.id, 201, cardinality(w.kind_lottery))] end
+                                   else (pg_temp.kind_lottery())[1 + pg_temp.pick(e.id, 201, cardinality(pg_temp.kind_lottery()))] end
   cross join lateral (select c.anchor_date + (pg_temp.pick(e.id, 204, 121) - 60) as day) d
   cross join lateral (
     select (d.day + make_interval(mins => k.start_minute + 30 * pg_temp.pick(e.id, 205, k.start_steps + 1)))
@@ -224,10 +226,10 @@ export const events = `
 export const users = `
   insert into private.users (id, username, created_at)
   overriding system value
-  select u, format('%s%s%s%s', pg_temp.word(w.user_first, u, 301), (array['_', '.', ''])[1 + pg_temp.pick(u, 302, 3)],
-                   pg_temp.word(w.user_second, u, 303), u),
+  select u, format('%s%s%s%s', pg_temp.word(pg_temp.user_first(), u, 301), (array['_', '.', ''])[1 + pg_temp.pick(u, 302, 3)],
+                   pg_temp.word(pg_temp.user_second(), u, 303), u),
          pg_temp.anchor() - make_interval(days => 61 + pg_temp.pick(u, 304, 1500), mins => pg_temp.pick(u, 305, 1440))
-  from generate_series(1, pg_temp.user_count()) as u cross join seed_words w`;
+  from generate_series(1, pg_temp.user_count()) as u`;
 
 // Over the 60 days before the anchor, mostly in the evening local time; a few very active users.
 export const posts = `
@@ -236,16 +238,15 @@ export const posts = `
   select p.id, b.no, b.city_no,
          1 + floor(pg_temp.user_count() * pg_temp.rnd(p.id, 310) ^ 2)::integer,
          case pg_temp.pick(p.id, 311, 4)
-           when 0 then pg_temp.word(w.post_remarks, p.id, 312)
-           when 1 then format('%s %s! %s', pg_temp.word(w.post_openers, p.id, 313), bar.name, pg_temp.word(w.post_remarks, p.id, 312))
-           when 2 then format('%s %s.', pg_temp.word(w.post_openers, p.id, 313), bar.name)
-           else format('%s %s', pg_temp.word(w.post_remarks, p.id, 312), pg_temp.word(w.post_remarks, p.id, 314))
+           when 0 then pg_temp.word(pg_temp.post_remarks(), p.id, 312)
+           when 1 then format('%s %s! %s', pg_temp.word(pg_temp.post_openers(), p.id, 313), bar.name, pg_temp.word(pg_temp.post_remarks(), p.id, 312))
+           when 2 then format('%s %s.', pg_temp.word(pg_temp.post_openers(), p.id, 313), bar.name)
+           else format('%s %s', pg_temp.word(pg_temp.post_remarks(), p.id, 312), pg_temp.word(pg_temp.post_remarks(), p.id, 314))
          end,
          case when t.at > pg_temp.anchor() then t.at - interval '7 days' else t.at end
   from seed_bars b
   join private.bars bar on bar.id = b.no
   join seed_cities c on c.no = b.city_no
-  cross join seed_words w
   cross join lateral generate_series(1, b.n_posts) as n(k)
   cross join lateral (select (b.no - 1) * 32 + n.k as id) p
   cross join lateral (
@@ -269,7 +270,8 @@ export const groups = `
   insert into private.groups (id, city_id, slug, name)
   overriding system value
   select row_number() over (order by c.no, g.no), c.no, g.slug, g.name
-  from seed_cities c join seed_groups g on c.bars >= g.min_bars`;
+  from seed_cities c join seed_groups g on c.bars >= g.min_bars
+  where c.no <= 25 -- the most populous cities`;
 
 export const barGroups = `
   insert into private.bar_groups (group_id, bar_id)
