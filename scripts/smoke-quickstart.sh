@@ -7,13 +7,14 @@ cd "$(dirname "$0")/.."
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 PORT=$(free_port)
 PG_PORT=$(free_port)
+ADMIN_PORT=$(free_port)
 DATA_DIR=".data/smoke-$$"
 LOG=$(mktemp)
 trap 'rm -rf "$DATA_DIR" "$DATA_DIR.json" "$LOG"' EXIT
 
 echo "smoke: npm start on port $PORT (embedded PostgreSQL on $PG_PORT)"
-env -u DATABASE_URL -u REDIS_URL PORT="$PORT" EMBEDDED_PG_PORT="$PG_PORT" EMBEDDED_PG_DIR="$DATA_DIR" \
-  setsid npm start >"$LOG" 2>&1 &
+export EMBEDDED_PG_PORT="$PG_PORT" EMBEDDED_PG_DIR="$DATA_DIR"
+env -u DATABASE_URL -u REDIS_URL PORT="$PORT" ADMIN_PORT="$ADMIN_PORT" setsid npm start >"$LOG" 2>&1 &
 PID=$!
 
 status=""
@@ -24,7 +25,15 @@ for _ in $(seq 1 300); do
   sleep 1
 done
 echo "smoke: GET test_endpoint -> $status"
-case "$status" in 200|401) ;; *) cat "$LOG"; echo "smoke: unexpected status" >&2; kill -TERM -"$PID" || true; exit 1 ;; esac
+[ "$status" = 401 ] || { cat "$LOG"; echo "smoke: expected 401 without a key" >&2; kill -TERM -"$PID" || true; exit 1; }
+
+# The README's way to a key: the admin CLI shares the running embedded server.
+KEY=$(env -u DATABASE_URL npm run --silent admin -- key issue --new-subscriber "Smoke test" | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).api_key')
+for path in test_endpoint "search?q=tavern" "bars?limit=5"; do
+  status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/api/v1/partner/$path")
+  echo "smoke: GET $path with a key -> $status"
+  [ "$status" = 200 ] || { cat "$LOG"; echo "smoke: expected 200" >&2; kill -TERM -"$PID" || true; exit 1; }
+done
 
 # Signal the server process alone (as an orchestrator would): it must stop its own PostgreSQL.
 NODE_PID=$(pgrep -g "$PID" -f '^node dist/server/main.js' | head -1)

@@ -1,0 +1,68 @@
+/** Command line of `npm run bench -- [options]`. */
+import { parseArgs } from 'node:util';
+
+export interface BenchArgs {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Seed this many bars when the database has none. */
+  bars: number;
+  /** Seconds per autocannon run. */
+  duration: number;
+  connections: number;
+  /** Constant-rate runs: requests/s; 0 = half of the measured maximum of that endpoint. */
+  rate: number;
+  /** Sequential SQL calls per endpoint for the database-time table. */
+  dbSamples: number;
+  /** Only these endpoints (names as in workload.ts). */
+  only: string[] | undefined;
+  /** Phases to run. */
+  explain: boolean;
+  db: boolean;
+  http: boolean;
+  ratio: boolean;
+  explainDir: string;
+  seed: number;
+}
+
+export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--connections N] [--rate R] [--db-samples N]
+                       [--only bar,search,...] [--explain] [--explain-only] [--explain-dir D] [--no-db] [--no-http] [--no-ratio] [--seed S]
+env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
+     PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
+     BENCH_NAMED=1 (bare server uses pg named statements)`;
+
+function positive(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) throw new Error(`--${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArgs {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      bars: { type: 'string' }, duration: { type: 'string' }, connections: { type: 'string' }, rate: { type: 'string' },
+      'db-samples': { type: 'string' }, only: { type: 'string' }, explain: { type: 'boolean' },
+      'explain-only': { type: 'boolean' }, 'no-db': { type: 'boolean' }, 'no-http': { type: 'boolean' },
+      'no-ratio': { type: 'boolean' }, 'explain-dir': { type: 'string' }, seed: { type: 'string' },
+    },
+    strict: true,
+  });
+  const explainOnly = values['explain-only'] ?? false;
+  return {
+    databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bars_bench',
+    redisUrl: env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
+    bars: positive('bars', values.bars, 1_000_000),
+    duration: positive('duration', values.duration, 5),
+    connections: positive('connections', values.connections, 50),
+    rate: positive('rate', values.rate, 0, true),
+    dbSamples: positive('db-samples', values['db-samples'], 200),
+    only: values.only?.split(',').map((s) => s.trim()).filter(Boolean),
+    explain: explainOnly || (values.explain ?? false),
+    db: !explainOnly && !values['no-db'],
+    http: !explainOnly && !values['no-http'],
+    ratio: !explainOnly && !values['no-ratio'],
+    explainDir: values['explain-dir'] ?? 'docs/explain',
+    seed: positive('seed', values.seed, 1),
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * Database time: the api functions called one after another on one
+ * connection (as the server calls them, bar_partner role), timed from send to
+ * last byte. No HTTP, no pool contention: what each request costs PostgreSQL.
+ */
+import pg from 'pg';
+import type { Call } from './workload';
+
+export interface Timing { n: number; p50: number; p90: number; p99: number; max: number; worst?: Call }
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+export async function timeCalls(url: string, calls: Call[]): Promise<Timing> {
+  const client = new pg.Client({ connectionString: url, options: '-c role=bar_partner' });
+  await client.connect();
+  try {
+    const times: { ms: number; call: Call }[] = [];
+    for (const call of calls) {
+      const t = process.hrtime.bigint();
+      await client.query(call.sql, call.values);
+      times.push({ ms: Number(process.hrtime.bigint() - t) / 1e6, call });
+    }
+    const sorted = times.map((t) => t.ms).sort((a, b) => a - b);
+    const worst = times.reduce((a, b) => (b.ms > a.ms ? b : a), times[0]!);
+    return { n: times.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN, worst: worst?.call };
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,27 @@
+/** One autocannon run: max-throughput (no rate) or constant-rate (coordinated-omission corrected). */
+import autocannon from 'autocannon';
+
+export interface LoadResult { rps: number; p50: number; p90: number; p99: number; max: number; errors: number; non2xx: number; total: number }
+
+export async function runLoad(opts: {
+  url: string; nextPath: () => string; connections: number; duration: number; rate?: number; headers?: Record<string, string>;
+}): Promise<LoadResult> {
+  const result = await autocannon({
+    url: opts.url,
+    connections: opts.connections,
+    duration: opts.duration,
+    ...(opts.rate ? { overallRate: opts.rate } : {}),
+    headers: { accept: 'application/json', ...opts.headers },
+    requests: [{ method: 'GET', setupRequest: (req: Record<string, unknown>) => ({ ...req, path: opts.nextPath() }) }],
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    total: result.requests.total,
+  };
+}

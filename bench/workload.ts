@@ -1,0 +1,225 @@
+/**
+ * Realistic parameter mixes per endpoint, drawn from the data itself: random
+ * bars, big and small cities, popular and rare search terms, radius 1-25
+ * miles, deep pages. Each request exists in two renderings: the HTTP path
+ * (autocannon) and the SQL call with bind values (database time, EXPLAIN).
+ */
+import type pg from 'pg';
+
+export interface Call {
+  /** Path and query below the partner prefix, URL-encoded. */
+  path: string;
+  sql: string;
+  values: unknown[];
+  /** Label of a worst case (EXPLAIN file name). */
+  label?: string;
+}
+
+export interface Endpoint {
+  name: string;
+  /** A fresh random call of the realistic mix. */
+  next(): Call;
+  /** One fixed, typical call: the bare-vs-full comparison. */
+  fixed: Call;
+  /** The heaviest cases at this scale. */
+  worst: Call[];
+}
+
+interface City { state: string; name: string; bars: number; events: number; posts: number; lat: number; lon: number; groups: string[] }
+
+export interface Sample {
+  maxBarId: number;
+  cities: City[];
+  /** The cities with most bars, biggest first. */
+  big: City[];
+  popularTerms: string[];
+  rareTerms: string[];
+  categories: string[];
+}
+
+export async function sampleData(client: pg.Client): Promise<Sample> {
+  const maxBarId = Number((await client.query('select max(id) as n from private.bars')).rows[0].n);
+  // Per-city counts over the endpoints' default windows (events: next 31 days; posts: last 31 days).
+  const { rows: cities } = await client.query(`
+    select c.state, c.name, c.latitude as lat, c.longitude as lon,
+           (select count(*) from private.bars b where b.city_id = c.id)::int as bars,
+           (select count(*) from private.events e where e.city_id = c.id and e.start_at >= now() and e.start_at < now() + interval '31 days')::int as events,
+           (select count(*) from private.posts p where p.city_id = c.id and p.created_at >= now() - interval '31 days')::int as posts,
+           coalesce((select array_agg(g.slug order by g.slug) from private.groups g where g.city_id = c.id), '{}') as groups
+    from private.cities c order by bars desc, c.id`);
+  // Popular terms: the most frequent words of bar names; rare: whole names of random bars.
+  const { rows: popular } = await client.query(`
+    select w from (select unnest(string_to_array(lower(name), ' ')) w from private.bars tablesample system (1)) s
+    where length(w) >= 3 group by w order by count(*) desc limit 12`);
+  const { rows: rare } = await client.query(`select name from private.bars tablesample system (0.5) limit 40`);
+  const { rows: categories } = await client.query('select slug from private.categories order by id');
+  // The exact totals of the biggest cities (their last pages are worst cases), from the endpoints themselves.
+  for (const c of (cities as City[]).slice(0, 5)) {
+    const { rows } = await client.query(`select (api.events($1, $2)->'pagination'->>'total_count')::int as events,
+      (api.posts($1, $2)->'pagination'->>'total_count')::int as posts`, [c.state, c.name]);
+    Object.assign(c, rows[0]);
+  }
+  return {
+    maxBarId,
+    cities: cities as City[],
+    big: (cities as City[]).slice(0, 5),
+    popularTerms: popular.map((r) => r.w as string),
+    rareTerms: rare.map((r) => r.name as string),
+    categories: categories.map((r) => r.slug as string),
+  };
+}
+
+const pick = <T>(items: T[]): T => items[Math.floor(Math.random() * items.length)]!;
+const int = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
+const chance = (p: number) => Math.random() < p;
+const lastPage = (count: number, perPage: number) => Math.max(1, Math.ceil(count / perPage));
+const cityPath = (c: City) => `${encodeURIComponent(c.state)}/${encodeURIComponent(c.name)}`;
+const query = (params: Record<string, string | number | undefined>) => {
+  const parts = Object.entries(params).filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${encodeURIComponent(k).replace(/%5B/g, '[').replace(/%5D/g, ']')}=${encodeURIComponent(String(v))}`);
+  return parts.length ? `?${parts.join('&')}` : '';
+};
+/** Pages: mostly the first few, some anywhere, some the very last. */
+const page = (count: number, perPage: number) => {
+  const last = lastPage(count, perPage);
+  const r = Math.random();
+  return r < 0.6 ? int(1, Math.min(3, last)) : r < 0.85 ? int(1, last) : last;
+};
+
+// SQL as the routes send it (server/http/routes/index.ts).
+const SQL = {
+  test: 'select api.test_endpoint(p_subscriber_id => $1, p_plan => $2)::text as body',
+  bars: `select api.bars(p_ids => $1, p_category => $2, p_latitude => $3, p_longitude => $4, p_radius => $5,
+    p_corner1_latitude => $6, p_corner1_longitude => $7, p_corner2_latitude => $8, p_corner2_longitude => $9,
+    p_limit => $10)::text as body`,
+  bar: 'select api.bar(p_id => $1)::text as body',
+  barsByCity: `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3, p_page => $4, p_per_page => $5)::text as body`,
+  events: `select api.events(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
+    p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8)::text as body`,
+  posts: `select api.posts(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
+    p_group_slug => $5, p_page => $6, p_per_page => $7)::text as body`,
+  feed: 'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4)::text as body',
+  search: `select api.search(p_q => $1, p_latitude => $2, p_longitude => $3, p_page => $4, p_per_page => $5)::text as body`,
+};
+
+const CLASSIFICATIONS = ['live_music', 'dj', 'trivia', 'karaoke', 'happy_hour', 'sports', 'comedy', 'special'];
+
+interface BarsParams {
+  ids?: string[]; category?: string; latitude?: number; longitude?: number; radius?: number;
+  box?: [number, number, number, number]; limit: number;
+}
+function barsCall(p: BarsParams, label?: string): Call {
+  const path = `/bars${query({
+    ids: p.ids?.join(','), category: p.category, latitude: p.latitude, longitude: p.longitude, radius: p.radius,
+    'corner1[latitude]': p.box?.[0], 'corner1[longitude]': p.box?.[1], 'corner2[latitude]': p.box?.[2], 'corner2[longitude]': p.box?.[3],
+    limit: p.limit,
+  })}`;
+  return {
+    path, label, sql: SQL.bars,
+    values: [p.ids ?? null, p.category ?? null, p.latitude ?? null, p.longitude ?? null, p.radius ?? null,
+      ...(p.box ?? [null, null, null, null]), p.limit],
+  };
+}
+function cityCall(kind: 'bars_by_city' | 'events' | 'posts' | 'feed', c: City, q: {
+  group?: string; page: number; perPage: number; classification?: string;
+}, label?: string): Call {
+  const base = `/${kind}/${cityPath(c)}`;
+  switch (kind) {
+    case 'bars_by_city':
+      return { label, path: base + query({ group_slug: q.group, page: q.page, per_page: q.perPage }), sql: SQL.barsByCity,
+        values: [c.state, c.name, q.group ?? null, q.page, q.perPage] };
+    case 'events':
+      return { label, path: base + query({ classification: q.classification, group_slug: q.group, page: q.page, per_page: q.perPage }),
+        sql: SQL.events, values: [c.state, c.name, null, null, q.classification ?? null, q.group ?? null, q.page, q.perPage] };
+    case 'posts':
+      return { label, path: base + query({ group_slug: q.group, page: q.page, per_page: q.perPage }), sql: SQL.posts,
+        values: [c.state, c.name, null, null, q.group ?? null, q.page, q.perPage] };
+    case 'feed':
+      return { label, path: base + query({ page: q.page, per_page: q.perPage }), sql: SQL.feed, values: [c.state, c.name, q.page, q.perPage] };
+  }
+}
+function searchCall(q: string, at: { lat: number; lon: number } | undefined, pg: number, perPage: number, label?: string): Call {
+  return { label, path: `/search${query({ q, latitude: at?.lat, longitude: at?.lon, page: pg, per_page: perPage })}`,
+    sql: SQL.search, values: [q, at?.lat ?? null, at?.lon ?? null, pg, perPage] };
+}
+
+/** Half the traffic to the five biggest cities, half to any city. */
+function someCity(s: Sample): City {
+  return chance(0.5) ? pick(s.big) : pick(s.cities);
+}
+
+export function endpoints(s: Sample): Endpoint[] {
+  const biggest = s.big[0]!;
+  const jitter = (d: number) => (Math.random() - 0.5) * 2 * d;
+  const randomId = () => String(int(1, s.maxBarId));
+  return [
+    {
+      name: 'test_endpoint',
+      next: () => ({ path: '/test_endpoint', sql: SQL.test, values: ['bench', 'bench'] }),
+      fixed: { path: '/test_endpoint', sql: SQL.test, values: ['bench', 'bench'] },
+      worst: [],
+    },
+    {
+      name: 'bars',
+      next: () => {
+        const c = someCity(s);
+        const r = Math.random();
+        if (r < 0.4) return barsCall({ latitude: c.lat + jitter(0.05), longitude: c.lon + jitter(0.05), radius: int(1, 25), limit: pick([20, 100, 250]),
+          category: chance(0.3) ? pick(s.categories) : undefined });
+        if (r < 0.6) return barsCall({ ids: Array.from({ length: int(1, 100) }, randomId), limit: 100 });
+        if (r < 0.8) return barsCall({ box: [c.lat - 0.02, c.lon - 0.02, c.lat + 0.02, c.lon + 0.02], limit: 100 });
+        return barsCall({ category: pick(s.categories), limit: pick([20, 100]) });
+      },
+      fixed: barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 5, limit: 20 }),
+      worst: [
+        barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 25, limit: 250 }, 'radius25-densest-limit250'),
+        barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 25, category: s.categories.at(-1), limit: 250 }, 'radius25-densest-rare-category'),
+        barsCall({ box: [biggest.lat - 0.3, biggest.lon - 0.3, biggest.lat + 0.3, biggest.lon + 0.3], limit: 250 }, 'big-box-limit250'),
+        barsCall({ ids: Array.from({ length: 100 }, (_, i) => String(1 + i * Math.floor(s.maxBarId / 100))), limit: 250 }, 'ids100'),
+        barsCall({ category: s.categories.at(-1), limit: 250 }, 'rare-category-limit250'),
+      ],
+    },
+    {
+      name: 'bar',
+      next: () => { const id = randomId(); return { path: `/bars/${id}`, sql: SQL.bar, values: [id] }; },
+      fixed: { path: '/bars/12345', sql: SQL.bar, values: ['12345'] },
+      worst: [{ path: `/bars/${s.maxBarId}`, sql: SQL.bar, values: [String(s.maxBarId)], label: 'last-bar' }],
+    },
+    ...(['bars_by_city', 'events', 'posts', 'feed'] as const).map((kind): Endpoint => {
+      const count = (c: City) => (kind === 'bars_by_city' ? c.bars : kind === 'events' ? c.events : c.posts);
+      return {
+        name: kind,
+        next: () => {
+          const c = someCity(s);
+          const perPage = pick([20, 20, 50, 100]);
+          const group = kind !== 'feed' && c.groups.length && chance(0.2) ? pick(c.groups) : undefined;
+          const classification = kind === 'events' && chance(0.25) ? pick(CLASSIFICATIONS) : undefined;
+          return cityCall(kind, c, { group, classification, perPage, page: group || classification ? 1 : page(count(c), perPage) });
+        },
+        fixed: cityCall(kind, biggest, { page: 1, perPage: 20 }),
+        worst: [
+          cityCall(kind, biggest, { page: 1, perPage: 100 }, 'largest-city-first-page'),
+          cityCall(kind, biggest, { page: lastPage(count(biggest), 20), perPage: 20 }, 'largest-city-last-page'),
+          ...(kind === 'events' ? [cityCall(kind, biggest, { page: 1, perPage: 100, classification: 'special' }, 'largest-city-classification')] : []),
+          ...(kind !== 'feed' && biggest.groups[0] ? [cityCall(kind, biggest, { page: 1, perPage: 100, group: biggest.groups[0] }, 'largest-city-group')] : []),
+        ],
+      };
+    }),
+    {
+      name: 'search',
+      next: () => {
+        const r = Math.random();
+        const q = r < 0.4 ? pick(s.popularTerms) : r < 0.7 ? pick(s.rareTerms) : r < 0.85 ? pick(s.cities).name : pick(s.popularTerms).slice(0, 3);
+        const c = someCity(s);
+        return searchCall(q, chance(0.5) ? { lat: c.lat, lon: c.lon } : undefined, chance(0.8) ? 1 : int(2, 10), 20);
+      },
+      fixed: searchCall(s.rareTerms[0] ?? 'tavern', undefined, 1, 20),
+      worst: [
+        searchCall(s.popularTerms[0] ?? 'the', undefined, 1, 100, 'broadest-term'),
+        searchCall(s.popularTerms[0] ?? 'the', { lat: biggest.lat, lon: biggest.lon }, 50, 100, 'broadest-term-deep-page-with-position'),
+        searchCall((s.popularTerms[0] ?? 'the').slice(0, 2), undefined, 1, 100, 'two-letters'),
+        searchCall(biggest.name, undefined, 1, 20, 'biggest-city-name'),
+      ],
+    },
+  ];
+}

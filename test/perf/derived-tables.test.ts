@@ -1,0 +1,100 @@
+/**
+ * The derived tables behind the fast paths (2-partner-api.sql: bar_live,
+ * city_bar_counts, city_post_hours) must equal a recomputation from the base
+ * tables after every kind of change. Correctness only; speed is bench/'s job.
+ */
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+// Rows of the derived table that differ from a recomputation (both directions).
+const DRIFT = {
+  barLive: `
+    with expected as (
+      select b.id as bar_id, b.city_id, b.name, o.current_intensity,
+             coalesce((select range_agg(r) from private.opening_hours h
+                       cross join lateral unnest(private.slot_minutes(h.day_of_week, h.opens, h.closes)) r
+                       where h.bar_id = b.id), '{}') as open_week,
+             private.bar_hours_json(b.id)::text as hours
+      from private.bars b left join private.occupancy o on o.bar_id = b.id),
+    actual as (
+      select l.bar_id, l.city_id, l.name, l.current_intensity, l.open_week,
+             coalesce(l.hours, private.bar_hours_json(l.bar_id))::text as hours
+      from private.bar_live l)
+    select count(*)::int as n from ((select * from expected except select * from actual)
+                                    union all (select * from actual except select * from expected)) d`,
+  barCounts: `
+    with expected as (select city_id, count(*)::int as n from private.bars group by 1),
+    actual as (select city_id, n from private.city_bar_counts where n <> 0)
+    select count(*)::int as n from ((select * from expected except select * from actual)
+                                    union all (select * from actual except select * from expected)) d`,
+  postHours: `
+    with expected as (select city_id, date_trunc('hour', created_at, 'UTC') as hour, count(*)::int as n from private.posts group by 1, 2),
+    actual as (select city_id, hour, n from private.city_post_hours where n <> 0)
+    select count(*)::int as n from ((select * from expected except select * from actual)
+                                    union all (select * from actual except select * from expected)) d`,
+};
+
+describe('derived tables stay exact', () => {
+  let db: TestDatabase;
+  const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
+  const drift = async () => ({
+    barLive: (await q(DRIFT.barLive))[0].n as number,
+    barCounts: (await q(DRIFT.barCounts))[0].n as number,
+    postHours: (await q(DRIFT.postHours))[0].n as number,
+  });
+  const none = { barLive: 0, barCounts: 0, postHours: 0 };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await q(`insert into private.cities (name, state, time_zone, latitude, longitude)
+             values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74), ('Dallas', 'TX', 'America/Chicago', 32.78, -96.8)`);
+    await q(`insert into private.users (username) values ('ann'), ('bob')`);
+  });
+  afterAll(async () => db.drop());
+
+  it('after bulk inserts into every source table', async () => {
+    await q(`insert into private.bars (city_id, name, address, latitude, longitude)
+             select 1 + (g % 2), 'Bar ' || g, g || ' Main St', 30.27, -97.74 from generate_series(1, 40) g`);
+    await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
+             select b.id, d, '18:00', case when b.id % 3 = 0 then '02:00'::time else '23:00'::time end
+             from private.bars b cross join generate_series(1, 7) d where b.id % 5 <> 0`);
+    await q(`insert into private.occupancy (bar_id, current_intensity, weekly_profile)
+             select id, id % 100, array_fill(10::smallint, array[168]) from private.bars where id % 4 <> 0`);
+    await q(`insert into private.posts (bar_id, city_id, user_id, content, created_at)
+             select b.id, b.city_id, 1 + (g % 2), 'hi', now() - g * interval '17 minutes'
+             from private.bars b cross join generate_series(1, 10) g`);
+    expect(await drift()).toEqual(none);
+    expect((await q('select count(*)::int as n from private.bar_live'))[0].n).toBe(40);
+    expect((await q('select count(*)::int as n from private.city_post_hours'))[0].n).toBeGreaterThan(1);
+  });
+
+  it('after updates that move rows between bars, cities and hours', async () => {
+    await q(`update private.opening_hours set closes = '01:00' where bar_id in (1, 2) and day_of_week = 7`);
+    await q(`update private.opening_hours set bar_id = 5 where bar_id = 4 and day_of_week = 1`);
+    // A bar with posts cannot change city (posts reference (bar, city)); these have none yet.
+    await q(`insert into private.bars (city_id, name, address, latitude, longitude)
+             select 1, 'New ' || g, g || ' Side St', 30.27, -97.74 from generate_series(1, 3) g`);
+    await q(`update private.bars set city_id = 2, name = name || ' (moved)' where name like 'New %'`);
+    await q(`update private.occupancy set current_intensity = 99 where bar_id in (1, 2, 3)`);
+    await q(`update private.occupancy set bar_id = 4 where bar_id = 5`);
+    await q(`update private.posts set created_at = created_at - interval '3 hours' where id % 7 = 0`);
+    expect(await drift()).toEqual(none);
+  });
+
+  it('after deletes, including a bar with everything it owns', async () => {
+    await q(`delete from private.opening_hours where bar_id = 1 and day_of_week in (1, 2)`);
+    await q(`delete from private.occupancy where bar_id = 2`);
+    await q(`delete from private.posts where id % 3 = 0`);
+    await q(`delete from private.bars where id = 9`); // cascades to hours, occupancy, posts
+    expect(await drift()).toEqual(none);
+  });
+
+  it('after TRUNCATE of the bar data (the seed --reset path) and a fresh load', async () => {
+    await q(`truncate private.posts, private.occupancy, private.opening_hours, private.bars cascade`);
+    expect((await q('select count(*)::int as n from private.bar_live'))[0].n).toBe(0);
+    expect(await drift()).toEqual(none);
+    await q(`insert into private.bars (city_id, name, address, latitude, longitude) values (1, 'Again', '1 St', 30.27, -97.74)`);
+    await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
+             select id, 3, '20:00', '03:00' from private.bars`);
+    expect(await drift()).toEqual(none);
+  });
+});
