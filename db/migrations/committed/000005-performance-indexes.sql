@@ -1,3 +1,8 @@
+--! Previous: sha1:2db9208ed96a9efda93d0c8f389d7ff8424bb0ff
+--! Hash: sha1:0704d915c033d5b8ebc44a530f5a475dd19cc098
+--! Message: performance indexes
+
+--! split: 5-performance.sql
 -- Indexes chosen by measurement at 1,000,000 bars (docs/PERFORMANCE.md, bench/).
 -- The derived tables (bar_live, city_post_hours) live in 2-partner-api.sql,
 -- next to the functions that read them.

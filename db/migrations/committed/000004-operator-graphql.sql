@@ -1,3 +1,8 @@
+--! Previous: sha1:f0021331295e896b184712230a54f1362141c3c9
+--! Hash: sha1:2db9208ed96a9efda93d0c8f389d7ff8424bb0ff
+--! Message: operator graphql
+
+--! split: 4-operator-graphql.sql
 -- The operator GraphQL endpoint (issue 5): what the bar_operator role may see
 -- and do. PostGraphile introspects the admin schema as bar_operator and turns
 -- these privileges into its schema (PgRBACPlugin): SELECT grants become

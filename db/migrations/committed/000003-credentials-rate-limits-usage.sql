@@ -1,3 +1,8 @@
+--! Previous: sha1:184aac1b6aea08cd0bb0170c56931deaa6b53fe8
+--! Hash: sha1:f0021331295e896b184712230a54f1362141c3c9
+--! Message: credentials rate limits usage
+
+--! split: 3-credentials.sql
 -- Credentials, plans, usage and alerts (admin schema). Owned by the
 -- credentials work (issue 4); the operator GraphQL endpoint (issue 5) reads
 -- these tables and calls the admin.* action functions defined here, the admin

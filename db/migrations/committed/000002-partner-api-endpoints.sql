@@ -1,3 +1,8 @@
+--! Previous: sha1:25e97212455a4f9c2c685357cd430c4da624e341
+--! Hash: sha1:184aac1b6aea08cd0bb0170c56931deaa6b53fe8
+--! Message: partner api endpoints
+
+--! split: 2-partner-api.sql
 -- Partner API: one function per endpoint in the `api` schema. Each returns the
 -- whole response body as json (NULL = unknown bar or city, the route answers
 -- 404), so a request is one round trip and a DBA changes ranking, feeds or
@@ -434,31 +439,6 @@ as $$
   from private.photos p where p.bar_id = p_bar_id
 $$;
 
--- Bar, list form (GET bars, bars_by_city).
-create or replace function private.bar_list_json(b private.bars, c private.cities, p_now timestamptz) returns json
-  language sql stable parallel safe
-as $$
-  select json_build_object(
-    'id', b.id::text,
-    'name', b.name,
-    'address', b.address,
-    'city', c.name,
-    'state', c.state,
-    'zip_code', b.zip_code,
-    'latitude', b.latitude,
-    'longitude', b.longitude,
-    'phone', b.phone,
-    'website', b.website,
-    'google_rating', b.google_rating,
-    'google_ratings_total', b.google_ratings_total,
-    'primary_category', private.bar_primary_category_json(b.id),
-    'categories', private.bar_categories_json(b.id),
-    'hours', private.bar_hours_json(b.id),
-    'profile_picture_url', b.profile_picture_url,
-    'photos', private.bar_photos_json(b.id),
-    'occupancy', private.bar_occupancy_json(b.id, p_now at time zone c.time_zone, false))
-$$;
-
 -- Event, short form (bar detail).
 create or replace function private.event_short_json(e private.events) returns json
   language sql stable parallel safe
@@ -478,42 +458,7 @@ as $$
     'bar', json_build_object('id', b.id::text, 'name', b.name))
 $$;
 
--- Bar, detail form (GET bars/:id): the list form plus description, price_level,
--- hourly occupancy and the next 10 upcoming events.
-create or replace function private.bar_detail_json(b private.bars, c private.cities, p_now timestamptz) returns json
-  language sql stable parallel safe
-as $$
-  select json_build_object(
-    'id', b.id::text,
-    'name', b.name,
-    'address', b.address,
-    'city', c.name,
-    'state', c.state,
-    'zip_code', b.zip_code,
-    'latitude', b.latitude,
-    'longitude', b.longitude,
-    'phone', b.phone,
-    'website', b.website,
-    'google_rating', b.google_rating,
-    'google_ratings_total', b.google_ratings_total,
-    'primary_category', private.bar_primary_category_json(b.id),
-    'categories', private.bar_categories_json(b.id),
-    'hours', private.bar_hours_json(b.id),
-    'profile_picture_url', b.profile_picture_url,
-    'photos', private.bar_photos_json(b.id),
-    'occupancy', private.bar_occupancy_json(b.id, p_now at time zone c.time_zone, true),
-    'description', b.description,
-    'price_level', b.price_level,
-    'events', (
-      select coalesce(json_agg(private.event_short_json(e) order by e.start_at, e.id), '[]'::json)
-      from (
-        select e.* from private.events e
-        where e.bar_id = b.id and e.end_at > p_now
-        order by e.start_at, e.id
-        limit 10
-      ) e))
-$$;
-
+-- BarSummary (embedded in events and posts).
 create or replace function private.bar_summary_json(b private.bars, c private.cities) returns json
   language sql stable parallel safe
 as $$
@@ -531,8 +476,7 @@ as $$ select json_build_object('name', c.name, 'state', c.state) $$;
 -------------------------------------------------------------------------------
 -- Set-returning SQL functions are inlined into the caller's query (LATERAL),
 -- so each field's sub-select runs inside one plan rather than as a separate
--- SQL-function call per bar and field. Same keys, order and values as
--- bar_list_json / bar_detail_json above. Open now comes from bar_live.open_week.
+-- SQL-function call per bar and field. Open now comes from bar_live.open_week.
 
 create or replace function private.bar_list_row(p_bar_id bigint, p_now timestamptz) returns table (body json)
   language sql stable
@@ -585,6 +529,9 @@ as $$
   where b.id = p_bar_id
 $$;
 
+-- The detail form: the list form's keys in the same order (json, not jsonb, keeps
+-- monday..sunday and key order), plus description, price_level, hourly occupancy
+-- and the next 10 upcoming events.
 create or replace function private.bar_detail_row(p_bar_id bigint, p_now timestamptz) returns table (body json)
   language sql stable
 as $$
