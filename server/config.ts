@@ -17,6 +17,8 @@ export interface Config {
   /** Unset: rate limits and caches are in-process only. */
   redisUrl: string | undefined;
   pgPoolMax: number;
+  /** Partner queries running longer are cancelled (503): one pathological request cannot hold a pool connection. */
+  pgStatementTimeoutMs: number;
   /** Seed demo data when the database has no bars (default: only for the embedded server). */
   seedDemo: boolean;
   demoBars: number;
@@ -73,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     redisUrl: env.REDIS_URL || undefined,
     pgPoolMax: int('PG_POOL_MAX', 10, env),
+    pgStatementTimeoutMs: int('PG_STATEMENT_TIMEOUT_MS', 10000, env),
     seedDemo: bool('SEED_DEMO_DATA', databaseUrl === undefined, env),
     demoBars: int('DEMO_BARS', 5000, env),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),

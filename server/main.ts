@@ -69,7 +69,9 @@ async function main(): Promise<void> {
     await seedDemoData(db.url, { bars: config.demoBars, onProgress: (m) => process.stderr.write(`${m}\n`) });
   }
 
-  const pool = createPool(db.url, { max: config.pgPoolMax, role: 'bar_partner', applicationName: 'partner-api' });
+  const pool = createPool(db.url, {
+    max: config.pgPoolMax, role: 'bar_partner', applicationName: 'partner-api', statementTimeoutMs: config.pgStatementTimeoutMs,
+  });
   cleanups.push(() => pool.end());
 
   const guard = await createPartnerGuard({ pool, databaseUrl: db.url, redisUrl: config.redisUrl, logger });

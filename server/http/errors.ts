@@ -50,6 +50,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       sendError(res, 400, (err as Error).message);
       return;
     }
+    // 57014: cancelled by the partner pool's statement_timeout.
+    if ((err as { code?: string }).code === '57014') {
+      logger.warn({ requestId: res.locals.requestId, method: req.method, path: req.path }, 'statement timeout');
+      res.setHeader('Retry-After', '5');
+      sendError(res, 503, 'The request took too long and was cancelled; retry later or narrow it');
+      return;
+    }
     if (isDatabaseUnavailable(err)) {
       logger.warn({ requestId: res.locals.requestId, err: { message: (err as Error).message } }, 'database unavailable');
       res.setHeader('Retry-After', '5');

@@ -5,6 +5,7 @@
  */
 import type { RequestHandler } from 'express';
 import type { Express } from 'express';
+import { createPool } from '../../server/db/pools';
 import { PARTNER_PREFIX } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
@@ -288,6 +289,28 @@ describe('partner API errors', () => {
         as $$ select json_build_object('message', 'redefined', 'timestamp', private.iso_utc(p_now), 'subscriber_id', p_subscriber_id, 'plan', p_plan) $$`);
       const after = await get(app, `${P}/test_endpoint`);
       expect(after.body.message).toBe('redefined');
+    });
+  });
+
+  describe('a query over the statement timeout', () => {
+    test('is cancelled and answered 503 with Retry-After, and the pool connection is freed', async () => {
+      const pool = createPool(db.url, { max: 1, role: 'bar_partner', applicationName: 'tests-timeout', statementTimeoutMs: 100 });
+      try {
+        const { app: slowApp } = buildApp(pool, { guard: [testGuard] });
+        await db.owner.query(`create or replace function api.feed(p_state text, p_city text, p_page integer default 1,
+            p_per_page integer default 20, p_now timestamptz default now())
+          returns json language plpgsql stable security definer set search_path = private, public, pg_temp
+          as $$ begin perform pg_sleep(2); return null; end $$`);
+        const res = await get(slowApp, `${P}/feed/TX/Austin`, { 'X-Request-Id': 'slow-1' });
+        expect(res.status).toBe(503);
+        expect(res.headers['retry-after']).toBe('5');
+        expect(res.body).toEqual({ error: expect.stringMatching(/took too long/), request_id: 'slow-1' });
+        // the single connection is usable again at once
+        const next = await get(slowApp, `${P}/test_endpoint`);
+        expect(next.status).toBe(200);
+      } finally {
+        await pool.end();
+      }
     });
   });
 
