@@ -43,7 +43,9 @@ export function fixtures(pool: Pool) {
     },
 
     /** Open every day, all day (00:00-23:59 plus the last minute after midnight). */
-    alwaysOpen: (barId: number) => self.hours(barId, [1, 2, 3, 4, 5, 6, 7].map((d) => [d, '00:00', '23:59'] as [number, string, string])),
+    alwaysOpen: (barId: number) => self.hours(barId, [1, 2, 3, 4, 5, 6, 7].flatMap((d) => [
+      [d, '00:00', '23:59'], [d, '23:59', '00:00'],
+    ] as [number, string, string][])),
 
     async occupancy(barId: number, current: number, profile: (dayOfWeek: number, hour: number) => number = () => 10): Promise<void> {
       const weekly = Array.from({ length: 168 }, (_, i) => profile(Math.floor(i / 24) + 1, i % 24));
