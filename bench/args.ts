@@ -33,7 +33,8 @@ env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench),
 function positive(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) throw new Error(`--${name} must be a positive number, got "${raw}"`);
+  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0))
+    throw new Error(`--${name} must be a positive number, got "${raw}"`);
   return n;
 }
 
@@ -41,10 +42,19 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
   const { values } = parseArgs({
     args: argv,
     options: {
-      bars: { type: 'string' }, duration: { type: 'string' }, connections: { type: 'string' }, rate: { type: 'string' },
-      'db-samples': { type: 'string' }, only: { type: 'string' }, explain: { type: 'boolean' },
-      'explain-only': { type: 'boolean' }, 'no-db': { type: 'boolean' }, 'no-http': { type: 'boolean' },
-      'no-ratio': { type: 'boolean' }, 'explain-dir': { type: 'string' }, seed: { type: 'string' },
+      bars: { type: 'string' },
+      duration: { type: 'string' },
+      connections: { type: 'string' },
+      rate: { type: 'string' },
+      'db-samples': { type: 'string' },
+      only: { type: 'string' },
+      explain: { type: 'boolean' },
+      'explain-only': { type: 'boolean' },
+      'no-db': { type: 'boolean' },
+      'no-http': { type: 'boolean' },
+      'no-ratio': { type: 'boolean' },
+      'explain-dir': { type: 'string' },
+      seed: { type: 'string' },
     },
     strict: true,
   });
@@ -57,7 +67,10 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
     connections: positive('connections', values.connections, 50),
     rate: positive('rate', values.rate, 0, true),
     dbSamples: positive('db-samples', values['db-samples'], 200),
-    only: values.only?.split(',').map((s) => s.trim()).filter(Boolean),
+    only: values.only
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     explain: explainOnly || (values.explain ?? false),
     db: !explainOnly && !values['no-db'],
     http: !explainOnly && !values['no-http'],

@@ -8,7 +8,9 @@ import { createPool } from '../server/db/pools';
 
 const fixed = JSON.parse(process.env.BENCH_FIXED ?? '{}') as Record<string, { sql: string; values: unknown[] }>;
 const pool = createPool(process.env.DATABASE_URL!, {
-  max: Number(process.env.PG_POOL_MAX ?? 10), role: 'bar_partner', applicationName: 'bench-bare',
+  max: Number(process.env.PG_POOL_MAX ?? 10),
+  role: 'bar_partner',
+  applicationName: 'bench-bare',
 });
 
 /** BENCH_NAMED=1: pg named (prepared) statements, to measure what they buy. */
@@ -20,12 +22,20 @@ const server = http.createServer((req, res) => {
     res.writeHead(404).end();
     return;
   }
-  const query = named ? { name: `bench_${req.url}`, text: call.sql, values: call.values } : { text: call.sql, values: call.values };
-  pool.query<{ body: string }>(query).then(({ rows }) => {
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(rows[0]?.body ?? 'null');
-  }, (err: Error) => {
-    res.writeHead(500).end(err.message);
-  });
+  const query = named
+    ? { name: `bench_${req.url}`, text: call.sql, values: call.values }
+    : { text: call.sql, values: call.values };
+  pool.query<{ body: string }>(query).then(
+    ({ rows }) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(rows[0]?.body ?? 'null');
+    },
+    (err: Error) => {
+      res.writeHead(500).end(err.message);
+    },
+  );
 });
 server.listen(Number(process.env.PORT), '127.0.0.1', () => process.send?.('ready'));
-process.on('SIGTERM', () => { server.close(); void pool.end().then(() => process.exit(0)); });
+process.on('SIGTERM', () => {
+  server.close();
+  void pool.end().then(() => process.exit(0));
+});

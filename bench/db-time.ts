@@ -6,9 +6,17 @@
 import pg from 'pg';
 import type { Call } from './workload';
 
-export interface Timing { n: number; p50: number; p90: number; p99: number; max: number; worst?: Call }
+export interface Timing {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  worst?: Call;
+}
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 export async function timeCalls(url: string, calls: Call[]): Promise<Timing> {
   const client = new pg.Client({ connectionString: url, options: '-c role=bar_partner' });
@@ -22,7 +30,14 @@ export async function timeCalls(url: string, calls: Call[]): Promise<Timing> {
     }
     const sorted = times.map((t) => t.ms).sort((a, b) => a - b);
     const worst = times.reduce((a, b) => (b.ms > a.ms ? b : a), times[0]!);
-    return { n: times.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN, worst: worst?.call };
+    return {
+      n: times.length,
+      p50: percentile(sorted, 50),
+      p90: percentile(sorted, 90),
+      p99: percentile(sorted, 99),
+      max: sorted.at(-1) ?? NaN,
+      worst: worst?.call,
+    };
   } finally {
     await client.end();
   }

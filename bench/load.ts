@@ -1,10 +1,24 @@
 /** One autocannon run: max-throughput (no rate) or constant-rate (coordinated-omission corrected). */
 import autocannon from 'autocannon';
 
-export interface LoadResult { rps: number; p50: number; p90: number; p99: number; max: number; errors: number; non2xx: number; total: number }
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  errors: number;
+  non2xx: number;
+  total: number;
+}
 
 export async function runLoad(opts: {
-  url: string; nextPath: () => string; connections: number; duration: number; rate?: number; headers?: Record<string, string>;
+  url: string;
+  nextPath: () => string;
+  connections: number;
+  duration: number;
+  rate?: number;
+  headers?: Record<string, string>;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: opts.url,

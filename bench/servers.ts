@@ -1,9 +1,13 @@
 /** The two servers under test, as child processes: the real product and the bare reference. */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 
-export interface RunningServer { url: string; stop(): Promise<void> }
+export interface RunningServer {
+  url: string;
+  stop(): Promise<void>;
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -17,12 +21,16 @@ export async function freePort(): Promise<number> {
 }
 
 function stopper(child: ChildProcess): () => Promise<void> {
-  return () => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => { clearTimeout(timer); resolve(); });
-    child.kill('SIGTERM');
-  });
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
 }
 
 async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
@@ -32,7 +40,9 @@ async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 60
     try {
       const res = await fetch(url);
       if (res.status < 500) return;
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`server at ${url} did not come up within ${timeoutMs} ms`);
@@ -40,7 +50,11 @@ async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 60
 
 /** `node dist/server/main.js` with every middleware, production log level, output to a file. */
 export async function startFullServer(opts: {
-  databaseUrl: string; redisUrl: string; poolMax: number; logFile: string; extraEnv?: NodeJS.ProcessEnv;
+  databaseUrl: string;
+  redisUrl: string;
+  poolMax: number;
+  logFile: string;
+  extraEnv?: NodeJS.ProcessEnv;
 }): Promise<RunningServer> {
   const port = await freePort();
   const adminPort = await freePort();
@@ -48,8 +62,18 @@ export async function startFullServer(opts: {
   const log = fs.openSync(opts.logFile, 'w');
   const child = spawn(process.execPath, [path.resolve(__dirname, '../server/main.js')], {
     env: {
-      ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', DATABASE_URL: opts.databaseUrl, REDIS_URL: opts.redisUrl,
-      PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), SEED_DEMO_DATA: 'false', PG_POOL_MAX: String(opts.poolMax),
+      ...process.env,
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL: opts.redisUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      SEED_DEMO_DATA: 'false',
+      PG_POOL_MAX: String(opts.poolMax),
+      // production refuses to start without a webhook encryption key; any 32 bytes do for a benchmark
+      WEBHOOK_SECRET_KEY: process.env.WEBHOOK_SECRET_KEY ?? randomBytes(32).toString('base64'),
       ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
       ...opts.extraEnv,
     },
@@ -61,11 +85,19 @@ export async function startFullServer(opts: {
 }
 
 export async function startBareServer(opts: {
-  databaseUrl: string; poolMax: number; fixed: Record<string, { sql: string; values: unknown[] }>;
+  databaseUrl: string;
+  poolMax: number;
+  fixed: Record<string, { sql: string; values: unknown[] }>;
 }): Promise<RunningServer> {
   const port = await freePort();
   const child = fork(path.resolve(__dirname, 'bare-server.js'), [], {
-    env: { ...process.env, DATABASE_URL: opts.databaseUrl, PORT: String(port), PG_POOL_MAX: String(opts.poolMax), BENCH_FIXED: JSON.stringify(opts.fixed) },
+    env: {
+      ...process.env,
+      DATABASE_URL: opts.databaseUrl,
+      PORT: String(port),
+      PG_POOL_MAX: String(opts.poolMax),
+      BENCH_FIXED: JSON.stringify(opts.fixed),
+    },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const url = `http://127.0.0.1:${port}`;

@@ -7,7 +7,12 @@ import pg from 'pg';
 import { seedDemoData } from '../db/seed';
 import { migrateDatabase } from '../server/db/migrate';
 
-export interface BenchDatabase { bars: number; events: number; posts: number; apiKey: string }
+export interface BenchDatabase {
+  bars: number;
+  events: number;
+  posts: number;
+  apiKey: string;
+}
 
 async function ensureDatabaseExists(url: string): Promise<void> {
   const target = new URL(url);
@@ -34,7 +39,9 @@ export async function prepareDatabase(url: string, bars: number, seed: number): 
     // Benchmark work in progress too: db/migrations/current (blank when everything is committed).
     await migrateDatabase(url, { includeCurrent: true });
   } catch (e) {
-    process.stderr.write(`bench: applying db/migrations/current failed (${(e as Error).message}); benchmarking the committed schema\n`);
+    process.stderr.write(
+      `bench: applying db/migrations/current failed (${(e as Error).message}); benchmarking the committed schema\n`,
+    );
   }
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -57,9 +64,16 @@ export async function prepareDatabase(url: string, bars: number, seed: number): 
 /** A key on the `bench` plan: every bucket limited (all three are counted in Redis) but never reached. */
 async function benchKey(client: pg.Client): Promise<string> {
   const max = 2147483647;
-  await client.query(`select admin.create_plan('bench', $1, $1, $1)
-    where not exists (select from admin.plans where name = 'bench')`, [max]);
-  const { rows: [subscriber] } = await client.query(`select id from admin.create_subscriber('bench ' || now()::text, 'bench')`);
-  const { rows: [key] } = await client.query('select (admin.issue_key($1)).api_key as api_key', [subscriber.id]);
+  await client.query(
+    `select admin.create_plan('bench', $1, $1, $1)
+    where not exists (select from admin.plans where name = 'bench')`,
+    [max],
+  );
+  const {
+    rows: [subscriber],
+  } = await client.query(`select id from admin.create_subscriber('bench ' || now()::text, 'bench')`);
+  const {
+    rows: [key],
+  } = await client.query('select (admin.issue_key($1)).api_key as api_key', [subscriber.id]);
   return key.api_key as string;
 }

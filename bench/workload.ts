@@ -23,9 +23,20 @@ export interface Endpoint {
   fixed: Call;
   /** The heaviest cases at this scale. */
   worst: Call[];
+  /** Extra request headers of this case (e.g. Accept-Encoding for the compressed runs). */
+  headers?: Record<string, string>;
 }
 
-interface City { state: string; name: string; bars: number; events: number; posts: number; lat: number; lon: number; groups: string[] }
+interface City {
+  state: string;
+  name: string;
+  bars: number;
+  events: number;
+  posts: number;
+  lat: number;
+  lon: number;
+  groups: string[];
+}
 
 export interface Sample {
   maxBarId: number;
@@ -55,8 +66,11 @@ export async function sampleData(client: pg.Client): Promise<Sample> {
   const { rows: categories } = await client.query('select slug from private.categories order by id');
   // The exact totals of the biggest cities (their last pages are worst cases), from the endpoints themselves.
   for (const c of (cities as City[]).slice(0, 5)) {
-    const { rows } = await client.query(`select (api.events($1, $2)->'pagination'->>'total_count')::int as events,
-      (api.posts($1, $2)->'pagination'->>'total_count')::int as posts`, [c.state, c.name]);
+    const { rows } = await client.query(
+      `select (api.events($1, $2)->'pagination'->>'total_count')::int as events,
+      (api.posts($1, $2)->'pagination'->>'total_count')::int as posts`,
+      [c.state, c.name],
+    );
     Object.assign(c, rows[0]);
   }
   return {
@@ -75,8 +89,11 @@ const chance = (p: number) => Math.random() < p;
 const lastPage = (count: number, perPage: number) => Math.max(1, Math.ceil(count / perPage));
 const cityPath = (c: City) => `${encodeURIComponent(c.state)}/${encodeURIComponent(c.name)}`;
 const query = (params: Record<string, string | number | undefined>) => {
-  const parts = Object.entries(params).filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${encodeURIComponent(k).replace(/%5B/g, '[').replace(/%5D/g, ']')}=${encodeURIComponent(String(v))}`);
+  const parts = Object.entries(params)
+    .filter(([, v]) => v !== undefined)
+    .map(
+      ([k, v]) => `${encodeURIComponent(k).replace(/%5B/g, '[').replace(/%5D/g, ']')}=${encodeURIComponent(String(v))}`,
+    );
   return parts.length ? `?${parts.join('&')}` : '';
 };
 /** Pages: mostly the first few, some anywhere, some the very last. */
@@ -91,57 +108,166 @@ const SQL = {
   test: 'select api.test_endpoint(p_subscriber_id => $1, p_plan => $2)::text as body',
   bars: `select api.bars(p_ids => $1, p_category => $2, p_latitude => $3, p_longitude => $4, p_radius => $5,
     p_corner1_latitude => $6, p_corner1_longitude => $7, p_corner2_latitude => $8, p_corner2_longitude => $9,
-    p_limit => $10)::text as body`,
+    p_limit => $10, p_open_now => $11, p_open_at => $12, p_price_levels => $13, p_min_rating => $14,
+    p_statuses => $15)::text as body`,
   bar: 'select api.bar(p_id => $1)::text as body',
-  barsByCity: `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3, p_page => $4, p_per_page => $5)::text as body`,
+  barsByCity: `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3, p_page => $4, p_per_page => $5,
+    p_open_now => $6, p_open_at => $7, p_price_levels => $8, p_min_rating => $9, p_statuses => $10)::text as body`,
   events: `select api.events(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
     p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8)::text as body`,
   posts: `select api.posts(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
     p_group_slug => $5, p_page => $6, p_per_page => $7)::text as body`,
   feed: 'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4)::text as body',
-  search: `select api.search(p_q => $1, p_latitude => $2, p_longitude => $3, p_page => $4, p_per_page => $5)::text as body`,
+  search: `select api.search(p_q => $1, p_latitude => $2, p_longitude => $3, p_page => $4, p_per_page => $5,
+    p_type => $6)::text as body`,
 };
 
 const CLASSIFICATIONS = ['live_music', 'dj', 'trivia', 'karaoke', 'happy_hour', 'sports', 'comedy', 'special'];
 
+/** The filters of GET bars and GET bars_by_city (decisions.md v1.1). */
+interface Filters {
+  openNow?: boolean;
+  openAt?: string;
+  priceLevels?: number[];
+  minRating?: number;
+  statuses?: string[];
+}
+const filterQuery = (f: Filters = {}) => ({
+  open_now: f.openNow === undefined ? undefined : String(f.openNow),
+  open_at: f.openAt,
+  price_level: f.priceLevels?.join(','),
+  min_rating: f.minRating,
+  status: f.statuses?.join(','),
+});
+const filterValues = (f: Filters = {}) => [
+  f.openNow ?? null,
+  f.openAt ?? null,
+  f.priceLevels ?? null,
+  f.minRating ?? null,
+  f.statuses ?? null,
+];
+/** A realistic filter mix: open now (most common), price, rating, busy bars, an evening instant. */
+function someFilters(): Filters {
+  const f: Filters = {};
+  const r = Math.random();
+  if (r < 0.45) f.openNow = true;
+  else if (r < 0.6) {
+    const at = new Date(Date.now() + int(1, 72) * 3600_000);
+    at.setUTCMinutes(0, 0, 0);
+    f.openAt = at.toISOString().replace('.000Z', 'Z');
+  }
+  if (chance(0.35)) f.priceLevels = pick([[1], [1, 2], [2, 3], [3, 4]]);
+  if (chance(0.35)) f.minRating = pick([3.5, 4, 4.5]);
+  if (chance(0.2)) f.statuses = pick([['busy', 'very_busy'], ['quiet'], ['very_busy']]);
+  if (Object.keys(f).length === 0) f.openNow = true;
+  return f;
+}
+
 interface BarsParams {
-  ids?: string[]; category?: string; latitude?: number; longitude?: number; radius?: number;
-  box?: [number, number, number, number]; limit: number;
+  ids?: string[];
+  category?: string;
+  latitude?: number;
+  longitude?: number;
+  radius?: number;
+  box?: [number, number, number, number];
+  limit: number;
+  filters?: Filters;
 }
 function barsCall(p: BarsParams, label?: string): Call {
   const path = `/bars${query({
-    ids: p.ids?.join(','), category: p.category, latitude: p.latitude, longitude: p.longitude, radius: p.radius,
-    'corner1[latitude]': p.box?.[0], 'corner1[longitude]': p.box?.[1], 'corner2[latitude]': p.box?.[2], 'corner2[longitude]': p.box?.[3],
+    ids: p.ids?.join(','),
+    category: p.category,
+    latitude: p.latitude,
+    longitude: p.longitude,
+    radius: p.radius,
+    'corner1[latitude]': p.box?.[0],
+    'corner1[longitude]': p.box?.[1],
+    'corner2[latitude]': p.box?.[2],
+    'corner2[longitude]': p.box?.[3],
     limit: p.limit,
+    ...filterQuery(p.filters),
   })}`;
   return {
-    path, label, sql: SQL.bars,
-    values: [p.ids ?? null, p.category ?? null, p.latitude ?? null, p.longitude ?? null, p.radius ?? null,
-      ...(p.box ?? [null, null, null, null]), p.limit],
+    path,
+    label,
+    sql: SQL.bars,
+    values: [
+      p.ids ?? null,
+      p.category ?? null,
+      p.latitude ?? null,
+      p.longitude ?? null,
+      p.radius ?? null,
+      ...(p.box ?? [null, null, null, null]),
+      p.limit,
+      ...filterValues(p.filters),
+    ],
   };
 }
-function cityCall(kind: 'bars_by_city' | 'events' | 'posts' | 'feed', c: City, q: {
-  group?: string; page: number; perPage: number; classification?: string;
-}, label?: string): Call {
+function cityCall(
+  kind: 'bars_by_city' | 'events' | 'posts' | 'feed',
+  c: City,
+  q: {
+    group?: string;
+    page: number;
+    perPage: number;
+    classification?: string;
+    filters?: Filters;
+  },
+  label?: string,
+): Call {
   const base = `/${kind}/${cityPath(c)}`;
   switch (kind) {
     case 'bars_by_city':
-      return { label, path: base + query({ group_slug: q.group, page: q.page, per_page: q.perPage }), sql: SQL.barsByCity,
-        values: [c.state, c.name, q.group ?? null, q.page, q.perPage] };
+      return {
+        label,
+        path: base + query({ group_slug: q.group, ...filterQuery(q.filters), page: q.page, per_page: q.perPage }),
+        sql: SQL.barsByCity,
+        values: [c.state, c.name, q.group ?? null, q.page, q.perPage, ...filterValues(q.filters)],
+      };
     case 'events':
-      return { label, path: base + query({ classification: q.classification, group_slug: q.group, page: q.page, per_page: q.perPage }),
-        sql: SQL.events, values: [c.state, c.name, null, null, q.classification ?? null, q.group ?? null, q.page, q.perPage] };
+      return {
+        label,
+        path:
+          base + query({ classification: q.classification, group_slug: q.group, page: q.page, per_page: q.perPage }),
+        sql: SQL.events,
+        values: [c.state, c.name, null, null, q.classification ?? null, q.group ?? null, q.page, q.perPage],
+      };
     case 'posts':
-      return { label, path: base + query({ group_slug: q.group, page: q.page, per_page: q.perPage }), sql: SQL.posts,
-        values: [c.state, c.name, null, null, q.group ?? null, q.page, q.perPage] };
+      return {
+        label,
+        path: base + query({ group_slug: q.group, page: q.page, per_page: q.perPage }),
+        sql: SQL.posts,
+        values: [c.state, c.name, null, null, q.group ?? null, q.page, q.perPage],
+      };
     case 'feed':
-      return { label, path: base + query({ page: q.page, per_page: q.perPage }), sql: SQL.feed, values: [c.state, c.name, q.page, q.perPage] };
+      return {
+        label,
+        path: base + query({ page: q.page, per_page: q.perPage }),
+        sql: SQL.feed,
+        values: [c.state, c.name, q.page, q.perPage],
+      };
   }
 }
-function searchCall(q: string, at: { lat: number; lon: number } | undefined, pg: number, perPage: number, label?: string): Call {
-  return { label, path: `/search${query({ q, latitude: at?.lat, longitude: at?.lon, page: pg, per_page: perPage })}`,
-    sql: SQL.search, values: [q, at?.lat ?? null, at?.lon ?? null, pg, perPage] };
+function searchCall(
+  q: string,
+  at: { lat: number; lon: number } | undefined,
+  pg: number,
+  perPage: number,
+  label?: string,
+  type?: 'bar' | 'city',
+): Call {
+  return {
+    label,
+    path: `/search${query({ q, latitude: at?.lat, longitude: at?.lon, type, page: pg, per_page: perPage })}`,
+    sql: SQL.search,
+    values: [q, at?.lat ?? null, at?.lon ?? null, pg, perPage, type ?? null],
+  };
 }
+/** A one-letter typo: a letter dropped from the middle of a word. */
+const typo = (q: string) => {
+  const i = Math.max(1, Math.floor(q.length / 2));
+  return q.length > 3 ? q.slice(0, i) + q.slice(i + 1) : q;
+};
 
 /** Half the traffic to the five biggest cities, half to any city. */
 function someCity(s: Sample): City {
@@ -164,24 +290,45 @@ export function endpoints(s: Sample): Endpoint[] {
       next: () => {
         const c = someCity(s);
         const r = Math.random();
-        if (r < 0.4) return barsCall({ latitude: c.lat + jitter(0.05), longitude: c.lon + jitter(0.05), radius: int(1, 25), limit: pick([20, 100, 250]),
-          category: chance(0.3) ? pick(s.categories) : undefined });
+        if (r < 0.4)
+          return barsCall({
+            latitude: c.lat + jitter(0.05),
+            longitude: c.lon + jitter(0.05),
+            radius: int(1, 25),
+            limit: pick([20, 100, 250]),
+            category: chance(0.3) ? pick(s.categories) : undefined,
+          });
         if (r < 0.6) return barsCall({ ids: Array.from({ length: int(1, 100) }, randomId), limit: 100 });
         if (r < 0.8) return barsCall({ box: [c.lat - 0.02, c.lon - 0.02, c.lat + 0.02, c.lon + 0.02], limit: 100 });
         return barsCall({ category: pick(s.categories), limit: pick([20, 100]) });
       },
       fixed: barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 5, limit: 20 }),
       worst: [
-        barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 25, limit: 250 }, 'radius25-densest-limit250'),
-        barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 25, category: s.categories.at(-1), limit: 250 }, 'radius25-densest-rare-category'),
-        barsCall({ box: [biggest.lat - 0.3, biggest.lon - 0.3, biggest.lat + 0.3, biggest.lon + 0.3], limit: 250 }, 'big-box-limit250'),
-        barsCall({ ids: Array.from({ length: 100 }, (_, i) => String(1 + i * Math.floor(s.maxBarId / 100))), limit: 250 }, 'ids100'),
+        barsCall(
+          { latitude: biggest.lat, longitude: biggest.lon, radius: 25, limit: 250 },
+          'radius25-densest-limit250',
+        ),
+        barsCall(
+          { latitude: biggest.lat, longitude: biggest.lon, radius: 25, category: s.categories.at(-1), limit: 250 },
+          'radius25-densest-rare-category',
+        ),
+        barsCall(
+          { box: [biggest.lat - 0.3, biggest.lon - 0.3, biggest.lat + 0.3, biggest.lon + 0.3], limit: 250 },
+          'big-box-limit250',
+        ),
+        barsCall(
+          { ids: Array.from({ length: 100 }, (_, i) => String(1 + i * Math.floor(s.maxBarId / 100))), limit: 250 },
+          'ids100',
+        ),
         barsCall({ category: s.categories.at(-1), limit: 250 }, 'rare-category-limit250'),
       ],
     },
     {
       name: 'bar',
-      next: () => { const id = randomId(); return { path: `/bars/${id}`, sql: SQL.bar, values: [id] }; },
+      next: () => {
+        const id = randomId();
+        return { path: `/bars/${id}`, sql: SQL.bar, values: [id] };
+      },
       fixed: { path: '/bars/12345', sql: SQL.bar, values: ['12345'] },
       worst: [{ path: `/bars/${s.maxBarId}`, sql: SQL.bar, values: [String(s.maxBarId)], label: 'last-bar' }],
     },
@@ -194,31 +341,151 @@ export function endpoints(s: Sample): Endpoint[] {
           const perPage = pick([20, 20, 50, 100]);
           const group = kind !== 'feed' && c.groups.length && chance(0.2) ? pick(c.groups) : undefined;
           const classification = kind === 'events' && chance(0.25) ? pick(CLASSIFICATIONS) : undefined;
-          return cityCall(kind, c, { group, classification, perPage, page: group || classification ? 1 : page(count(c), perPage) });
+          return cityCall(kind, c, {
+            group,
+            classification,
+            perPage,
+            page: group || classification ? 1 : page(count(c), perPage),
+          });
         },
         fixed: cityCall(kind, biggest, { page: 1, perPage: 20 }),
         worst: [
           cityCall(kind, biggest, { page: 1, perPage: 100 }, 'largest-city-first-page'),
           cityCall(kind, biggest, { page: lastPage(count(biggest), 20), perPage: 20 }, 'largest-city-last-page'),
-          ...(kind === 'events' ? [cityCall(kind, biggest, { page: 1, perPage: 100, classification: 'special' }, 'largest-city-classification')] : []),
-          ...(kind !== 'feed' && biggest.groups[0] ? [cityCall(kind, biggest, { page: 1, perPage: 100, group: biggest.groups[0] }, 'largest-city-group')] : []),
+          ...(kind === 'events'
+            ? [
+                cityCall(
+                  kind,
+                  biggest,
+                  { page: 1, perPage: 100, classification: 'special' },
+                  'largest-city-classification',
+                ),
+              ]
+            : []),
+          ...(kind !== 'feed' && biggest.groups[0]
+            ? [cityCall(kind, biggest, { page: 1, perPage: 100, group: biggest.groups[0] }, 'largest-city-group')]
+            : []),
         ],
       };
     }),
+    // Filters (decisions.md v1.1): a realistic filter mix on GET bars and GET bars_by_city.
+    {
+      name: 'bars_filtered',
+      next: () => {
+        const c = someCity(s);
+        const filters = someFilters();
+        return chance(0.6)
+          ? barsCall({
+              latitude: c.lat + jitter(0.05),
+              longitude: c.lon + jitter(0.05),
+              radius: int(1, 25),
+              limit: pick([20, 100]),
+              filters,
+            })
+          : barsCall({ box: [c.lat - 0.05, c.lon - 0.05, c.lat + 0.05, c.lon + 0.05], limit: 100, filters });
+      },
+      fixed: barsCall({
+        latitude: biggest.lat,
+        longitude: biggest.lon,
+        radius: 5,
+        limit: 20,
+        filters: { openNow: true },
+      }),
+      worst: [
+        barsCall(
+          {
+            latitude: biggest.lat,
+            longitude: biggest.lon,
+            radius: 25,
+            limit: 250,
+            filters: { statuses: ['very_busy'], minRating: 4.5, priceLevels: [4] },
+          },
+          'radius25-densest-rare-filters',
+        ),
+        barsCall({ category: s.categories.at(-1), limit: 250, filters: { openNow: false } }, 'rare-category-closed'),
+        barsCall({ limit: 250, filters: { statuses: ['very_busy'], minRating: 4.5 } }, 'no-location-rare-filters'),
+      ],
+    },
+    {
+      name: 'bars_by_city_filtered',
+      next: () => {
+        const c = someCity(s);
+        return cityCall('bars_by_city', c, { page: 1, perPage: pick([20, 50]), filters: someFilters() });
+      },
+      fixed: cityCall('bars_by_city', biggest, { page: 1, perPage: 20, filters: { openNow: true } }),
+      worst: [
+        cityCall(
+          'bars_by_city',
+          biggest,
+          { page: 1, perPage: 100, filters: { statuses: ['very_busy'], minRating: 4.5, priceLevels: [4] } },
+          'largest-city-rare-filters',
+        ),
+        cityCall(
+          'bars_by_city',
+          biggest,
+          { page: 20, perPage: 100, filters: { openNow: true } },
+          'largest-city-open-deep',
+        ),
+      ],
+    },
+    // Compression (decisions.md v1.1): the realistic GET bars mix again with Accept-Encoding; compare
+    // with "bars" (no Accept-Encoding: identity) for the CPU cost of gzip and br.
+    ...(['gzip', 'br'] as const).map((encoding): Endpoint => ({
+      name: `bars_${encoding}`,
+      headers: { 'accept-encoding': encoding },
+      next: () => {
+        const c = someCity(s);
+        return barsCall({
+          latitude: c.lat + jitter(0.05),
+          longitude: c.lon + jitter(0.05),
+          radius: int(1, 25),
+          limit: pick([20, 100, 250]),
+        });
+      },
+      fixed: barsCall({ latitude: biggest.lat, longitude: biggest.lon, radius: 5, limit: 100 }),
+      worst: [],
+    })),
     {
       name: 'search',
       next: () => {
         const r = Math.random();
-        const q = r < 0.4 ? pick(s.popularTerms) : r < 0.7 ? pick(s.rareTerms) : r < 0.85 ? pick(s.cities).name : pick(s.popularTerms).slice(0, 3);
+        const q =
+          r < 0.35
+            ? pick(s.popularTerms)
+            : r < 0.6
+              ? pick(s.rareTerms)
+              : r < 0.75
+                ? pick(s.cities).name
+                : r < 0.9
+                  ? pick(s.popularTerms).slice(0, 3)
+                  : typo(pick(s.rareTerms));
         const c = someCity(s);
-        return searchCall(q, chance(0.5) ? { lat: c.lat, lon: c.lon } : undefined, chance(0.8) ? 1 : int(2, 10), 20);
+        // pages 2-10 of 20 stay inside the 1,000-match cap (decisions.md v1.1)
+        return searchCall(
+          q,
+          chance(0.5) ? { lat: c.lat, lon: c.lon } : undefined,
+          chance(0.8) ? 1 : int(2, 10),
+          20,
+          undefined,
+          chance(0.1) ? 'city' : undefined,
+        );
       },
       fixed: searchCall(s.rareTerms[0] ?? 'tavern', undefined, 1, 20),
       worst: [
         searchCall(s.popularTerms[0] ?? 'the', undefined, 1, 100, 'broadest-term'),
-        searchCall(s.popularTerms[0] ?? 'the', { lat: biggest.lat, lon: biggest.lon }, 50, 100, 'broadest-term-deep-page-with-position'),
+        // the deepest page the 1,000-match cap allows: results 901-1000
+        searchCall(
+          s.popularTerms[0] ?? 'the',
+          { lat: biggest.lat, lon: biggest.lon },
+          10,
+          100,
+          'broadest-term-deep-page-with-position',
+        ),
         searchCall((s.popularTerms[0] ?? 'the').slice(0, 2), undefined, 1, 100, 'two-letters'),
+        searchCall('t', { lat: biggest.lat, lon: biggest.lon }, 10, 100, 'one-letter-deep-page-with-position'),
         searchCall(biggest.name, undefined, 1, 20, 'biggest-city-name'),
+        searchCall(s.rareTerms[0] ?? 'The Velvet Lion', { lat: biggest.lat, lon: biggest.lon }, 1, 20, 'whole-name'),
+        searchCall(typo(s.rareTerms[0] ?? 'The Velvet Lion'), undefined, 1, 20, 'typo'),
       ],
     },
   ];

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /** Everything the process reads from its environment, parsed once. */
@@ -16,6 +17,15 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Unset: rate limits and caches are in-process only. */
   redisUrl: string | undefined;
+  /** REDIS_CLUSTER_NODES (host:port,...): a Redis Cluster instead of REDIS_URL. */
+  redisClusterNodes: string[];
+  /** Per-request Redis budget and circuit-breaker probe interval (REDIS_BUDGET_MS, REDIS_PROBE_MS). */
+  redisBudgetMs: number;
+  redisProbeMs: number;
+  /** DATABASE_READ_URLS: streaming replicas for partner endpoint queries (empty: the primary serves them). */
+  databaseReadUrls: string[];
+  /** Client-side query deadline (PG_QUERY_DEADLINE_MS, default PG_STATEMENT_TIMEOUT_MS + 1000): a frozen server → 503. */
+  pgQueryDeadlineMs: number;
   pgPoolMax: number;
   /** Partner queries running longer are cancelled (503): one pathological request cannot hold a pool connection. */
   pgStatementTimeoutMs: number;
@@ -23,6 +33,12 @@ export interface Config {
   seedDemo: boolean;
   demoBars: number;
   logLevel: string;
+  /** SIGTERM/SIGINT: in-flight answers, usage flush and pending work finish within this (then exit). */
+  shutdownTimeoutMs: number;
+  /** A partner socket with no traffic either way for this long is destroyed (slow readers). */
+  httpIdleTimeoutMs: number;
+  /** Worker processes sharing the partner port (WEB_CONCURRENCY: a number, or 'auto' = one per core). */
+  webConcurrency: number;
   embedded: { dataDir: string; port: number; startTimeoutMs: number };
 }
 
@@ -34,6 +50,13 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function bool(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
@@ -61,6 +84,16 @@ function trustProxy(env: NodeJS.ProcessEnv): Config['trustProxy'] {
   return raw;
 }
 
+function webConcurrency(env: NodeJS.ProcessEnv): number {
+  const raw = env.WEB_CONCURRENCY;
+  if (raw === undefined || raw === '') return 1;
+  if (/^auto$/i.test(raw)) return Math.max(1, os.availableParallelism());
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`WEB_CONCURRENCY must be a positive integer or auto, got "${raw}"`);
+  return n;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = env.DATABASE_URL || undefined;
@@ -74,11 +107,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminPort: int('ADMIN_PORT', 3001, env),
     databaseUrl,
     redisUrl: env.REDIS_URL || undefined,
+    redisClusterNodes: list(env.REDIS_CLUSTER_NODES),
+    redisBudgetMs: int('REDIS_BUDGET_MS', 50, env) || 50,
+    redisProbeMs: int('REDIS_PROBE_MS', 1000, env) || 1000,
+    databaseReadUrls: list(env.DATABASE_READ_URLS),
+    pgQueryDeadlineMs: int('PG_QUERY_DEADLINE_MS', int('PG_STATEMENT_TIMEOUT_MS', 10000, env) + 1000, env),
     pgPoolMax: int('PG_POOL_MAX', 10, env),
     pgStatementTimeoutMs: int('PG_STATEMENT_TIMEOUT_MS', 10000, env),
     seedDemo: bool('SEED_DEMO_DATA', databaseUrl === undefined, env),
     demoBars: int('DEMO_BARS', 5000, env),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, env),
+    httpIdleTimeoutMs: int('HTTP_IDLE_TIMEOUT_MS', 30000, env),
+    webConcurrency: webConcurrency(env),
     embedded: {
       dataDir: path.resolve(projectRoot, env.EMBEDDED_PG_DIR || '.data/postgres'),
       port: int('EMBEDDED_PG_PORT', 54329, env),

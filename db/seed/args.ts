@@ -2,7 +2,11 @@
 import { parseArgs } from 'node:util';
 import { maxBars } from './index';
 
-export interface SeedArgs { bars: number; seed: number; reset: boolean }
+export interface SeedArgs {
+  bars: number;
+  seed: number;
+  reset: boolean;
+}
 
 export const usage = 'usage: npm run db:seed -- [--bars N] [--seed S] [--reset]';
 

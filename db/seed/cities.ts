@@ -60,7 +60,7 @@ export function cityCountFor(bars: number): number {
   return Math.max(1, Math.round(50 * Math.pow(bars / 5000, 0.4)));
 }
 
-const nonAscii = /[^\x00-\x7f]/;
+const nonAscii = /\P{ASCII}/u;
 const apostrophe = /['\u2018\u2019]/;
 
 /**
@@ -92,9 +92,11 @@ export function selectCities(bars: number): SeedCity[] {
   const showcase = showcaseCities(all);
   const top = all.slice(0, cityCountFor(bars)).filter((c) => !showcase.includes(c));
   // With fewer bars than cities, the showcase names win over population.
-  const chosen = [...showcase, ...top].slice(0, bars)
-    .sort((a, b) => all.indexOf(a) - all.indexOf(b));
-  const counts = allot(bars, chosen.map((c) => Math.pow(c.population, 0.85)));
+  const chosen = [...showcase, ...top].slice(0, bars).sort((a, b) => all.indexOf(a) - all.indexOf(b));
+  const counts = allot(
+    bars,
+    chosen.map((c) => Math.pow(c.population, 0.85)),
+  );
   return chosen.map((city, i) => ({ ...city, bars: counts[i]!, showcase: showcase.includes(city) }));
 }
 

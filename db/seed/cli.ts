@@ -14,7 +14,7 @@ async function run(): Promise<void> {
   try {
     args = parseSeedArgs(process.argv.slice(2), config.demoBars);
   } catch (e) {
-    throw new Error(`${(e as Error).message}\n${usage}`);
+    throw new Error(`${(e as Error).message}\n${usage}`, { cause: e });
   }
   const db = await locateDatabase(config);
   try {

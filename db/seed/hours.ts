@@ -7,7 +7,11 @@
 import type { HoursKind } from './vocabulary';
 
 /** Whole hours; closes <= opens closes after midnight (00:00 = at midnight). day: ISO 1 = Monday .. 7 = Sunday. */
-export interface Slot { day: number; opens: number; closes: number }
+export interface Slot {
+  day: number;
+  opens: number;
+  closes: number;
+}
 
 export interface HoursTemplate {
   id: number;
@@ -52,8 +56,15 @@ export function hoursTemplates(): HoursTemplate[] {
 
   for (const opens of [21, 22]) {
     for (const close of [2, 3, 4]) {
-      for (const days of [[4, 5, 6], [3, 4, 5, 6], [5, 6]]) {
-        templates.push({ kind: 'club', slots: days.map((day) => ({ day, opens, closes: day === 3 || day === 4 ? 2 : close })) });
+      for (const days of [
+        [4, 5, 6],
+        [3, 4, 5, 6],
+        [5, 6],
+      ]) {
+        templates.push({
+          kind: 'club',
+          slots: days.map((day) => ({ day, opens, closes: day === 3 || day === 4 ? 2 : close })),
+        });
       }
     }
   }
@@ -63,9 +74,13 @@ export function hoursTemplates(): HoursTemplate[] {
       for (const closed of [[1], [1, 2], []]) {
         templates.push({
           kind: 'daytime',
-          slots: week.filter((d) => !closed.includes(d)).map((day) => ({
-            day, opens: day >= 6 ? 11 : opens, closes: day === 5 || day === 6 ? weekend : day === 7 ? 20 : 22,
-          })),
+          slots: week
+            .filter((d) => !closed.includes(d))
+            .map((day) => ({
+              day,
+              opens: day >= 6 ? 11 : opens,
+              closes: day === 5 || day === 6 ? weekend : day === 7 ? 20 : 22,
+            })),
         });
       }
     }
@@ -83,12 +98,17 @@ export function isOpen(template: HoursTemplate, index: number): boolean {
   const day = Math.floor(index / 24) + 1;
   const hour = index % 24;
   const previous = day === 1 ? 7 : day - 1;
-  return template.slots.some((s) =>
-    (s.day === day && hour >= s.opens && (s.closes > s.opens ? hour < s.closes : true)) ||
-    (s.day === previous && s.closes <= s.opens && hour < s.closes));
+  return template.slots.some(
+    (s) =>
+      (s.day === day && hour >= s.opens && (s.closes > s.opens ? hour < s.closes : true)) ||
+      (s.day === previous && s.closes <= s.opens && hour < s.closes),
+  );
 }
 
-export interface ProfileVariant { peak: number; width: number }
+export interface ProfileVariant {
+  peak: number;
+  width: number;
+}
 
 /** Crowd peaks from early evening to past midnight. */
 export const profileVariants: ProfileVariant[] = [
@@ -113,7 +133,8 @@ export function weeklyProfile(template: HoursTemplate, variant: ProfileVariant):
     // Hours before 6 a.m. belong to the previous evening.
     const evening = hour < 6 ? (Math.floor(index / 24) + 6) % 7 : Math.floor(index / 24);
     const t = hour < 6 ? hour + 24 : hour;
-    const crowd = 0.12 + 0.88 * Math.exp(-((t - variant.peak) ** 2) / (2 * variant.width ** 2)) + (t === 12 || t === 13 ? 0.12 : 0);
+    const crowd =
+      0.12 + 0.88 * Math.exp(-((t - variant.peak) ** 2) / (2 * variant.width ** 2)) + (t === 12 || t === 13 ? 0.12 : 0);
     return nightFactor[evening]! * crowd;
   });
   const max = Math.max(...raw);

@@ -30,15 +30,28 @@ export class SeedRefusedError extends Error {
 
 /** Every table the generator fills, children first (the order TRUNCATE and the load use). */
 export const barDataTables = [
-  'post_media', 'posts', 'users', 'events', 'occupancy', 'photos', 'opening_hours', 'bar_groups', 'groups',
-  'bar_categories', 'bars', 'categories', 'cities',
+  'post_media',
+  'posts',
+  'users',
+  'events',
+  'occupancy',
+  'photos',
+  'opening_hours',
+  'bar_groups',
+  'groups',
+  'bar_categories',
+  'bars',
+  'categories',
+  'cities',
 ];
 
 export async function seedDemoData(databaseUrl: string, options: SeedOptions): Promise<void> {
   const { bars } = options;
   const seed = options.seed ?? 1;
-  if (!Number.isInteger(bars) || bars < 1 || bars > maxBars) throw new RangeError(`bars must be an integer from 1 to ${maxBars}, got ${bars}`);
-  if (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 31 - 1) throw new RangeError(`seed must be an integer from 0 to ${2 ** 31 - 1}, got ${seed}`);
+  if (!Number.isInteger(bars) || bars < 1 || bars > maxBars)
+    throw new RangeError(`bars must be an integer from 1 to ${maxBars}, got ${bars}`);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 31 - 1)
+    throw new RangeError(`seed must be an integer from 0 to ${2 ** 31 - 1}, got ${seed}`);
   const anchor = new Date(options.now ?? Date.now());
   anchor.setUTCMinutes(0, 0, 0);
   const progress = progressReporter(options.onProgress);
@@ -48,11 +61,18 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
   try {
     await client.query('begin');
     // Bulk work: no statement timeout from the role's defaults, memory for sorts and index builds.
-    await client.query("set local statement_timeout = 0; set local work_mem = '256MB'; set local maintenance_work_mem = '512MB'; set local jit = off");
+    await client.query(
+      "set local statement_timeout = 0; set local work_mem = '256MB'; set local maintenance_work_mem = '512MB'; set local jit = off",
+    );
+    // The load's bar documents are built once at the end (not by their triggers per statement).
+    await client.query("select set_config('private.defer_bar_documents', 'on', true)");
+    // Likewise the search structure (db/migrations/functions/27-search.sql): built once after the load.
+    await client.query("select set_config('private.defer_search', 'on', true)");
     await client.query(`lock table ${barDataTables.map((t) => `private.${t}`).join(', ')} in exclusive mode`);
     await refuseOrReset(client, options.reset ?? false, progress);
 
-    for (const statement of sql.helperFunctions(seed, anchor.toISOString(), userCount(bars))) await client.query(statement);
+    for (const statement of sql.helperFunctions(seed, anchor.toISOString(), userCount(bars)))
+      await client.query(statement);
     await stage(client, bars);
     progress.phase('prepare');
 
@@ -75,6 +95,18 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
     await client.query(sql.dropEmptyGroups);
     for (const statement of restore) await client.query(statement);
     progress.phase(`indexes and foreign keys (${restore.length})`);
+    // Bar documents (db/migrations/functions/10-bar-documents.sql): their triggers were deferred for
+    // the load; one set-based build now, after the indexes it probes are back.
+    await progress.run('bar documents', () =>
+      client.query(`do $$ begin
+        if to_regprocedure('private.bar_documents_rebuild()') is not null then perform private.bar_documents_rebuild(); end if;
+      end $$`),
+    );
+    await progress.run('search terms', () =>
+      client.query(`do $$ begin
+        if to_regprocedure('private.search_rebuild()') is not null then perform private.search_rebuild(); end if;
+      end $$`),
+    );
     for (const table of sql.identityTables) await client.query(sql.syncIdentity(table));
     await client.query('commit');
     progress.phase('commit');
@@ -109,9 +141,11 @@ async function refuseOrReset(client: pg.Client, reset: boolean, progress: Progre
   const { bars, other } = rows[0]!;
   if (bars === 0 && !other) return;
   if (!reset) {
-    throw new SeedRefusedError(bars > 0
-      ? `the database already has ${bars} bars; run the seed with --reset to replace all bar data`
-      : 'the database already has bar data (cities, categories or users); run the seed with --reset to replace it');
+    throw new SeedRefusedError(
+      bars > 0
+        ? `the database already has ${bars} bars; run the seed with --reset to replace all bar data`
+        : 'the database already has bar data (cities, categories or users); run the seed with --reset to replace it',
+    );
   }
   await client.query(`truncate ${barDataTables.map((t) => `private.${t}`).join(', ')} restart identity`);
   progress.phase(`reset (removed ${bars} bars)`);
@@ -122,8 +156,16 @@ async function stage(client: pg.Client, bars: number): Promise<void> {
   let next = 1;
   const cities = selectCities(bars).map((c, i) => {
     const row = {
-      no: i + 1, name: c.name, state: c.state, time_zone: c.timeZone, latitude: c.latitude, longitude: c.longitude,
-      population: c.population, bars: c.bars, first_bar: next, zip_digit: zipArea(c.state),
+      no: i + 1,
+      name: c.name,
+      state: c.state,
+      time_zone: c.timeZone,
+      latitude: c.latitude,
+      longitude: c.longitude,
+      population: c.population,
+      bars: c.bars,
+      first_bar: next,
+      zip_digit: zipArea(c.state),
     };
     next += c.bars;
     return row;
@@ -140,28 +182,67 @@ async function stage(client: pg.Client, bars: number): Promise<void> {
 
   const payloads: [string, unknown][] = [
     [sql.stagingTables.cities, cities],
-    [sql.stagingTables.categories, categories.map((c, i) => ({
-      no: i + 1, slug: c.slug, name: c.name, noun: c.noun, price: c.price, name_words: c.nameWords,
-      // Breweries keep daytime hours most of the time, sometimes a bar's.
-      templates: c.hours === 'daytime' ? [...templateIds('daytime'), ...templateIds('daytime'), ...templateIds('regular').slice(0, 12)] : templateIds(c.hours),
-    }))],
-    [sql.stagingTables.hours, templates.flatMap((t) => t.slots.map((s) => ({ template: t.id, day: s.day, opens: hhmm(s.opens), closes: hhmm(s.closes) })))],
+    [
+      sql.stagingTables.categories,
+      categories.map((c, i) => ({
+        no: i + 1,
+        slug: c.slug,
+        name: c.name,
+        noun: c.noun,
+        price: c.price,
+        name_words: c.nameWords,
+        // Breweries keep daytime hours most of the time, sometimes a bar's.
+        templates:
+          c.hours === 'daytime'
+            ? [...templateIds('daytime'), ...templateIds('daytime'), ...templateIds('regular').slice(0, 12)]
+            : templateIds(c.hours),
+      })),
+    ],
+    [
+      sql.stagingTables.hours,
+      templates.flatMap((t) =>
+        t.slots.map((s) => ({ template: t.id, day: s.day, opens: hhmm(s.opens), closes: hhmm(s.closes) })),
+      ),
+    ],
     [sql.stagingTables.templates, templates.map((t) => ({ template: t.id, late: t.late }))],
-    [sql.stagingTables.profiles, templates.flatMap((t) => profileVariants.map((v, i) => ({ template: t.id, variant: i + 1, profile: weeklyProfile(t, v) })))],
-    [sql.stagingTables.kinds, eventKinds.map((k, i) => ({
-      no: i + 1, classification: k.classification, titles: k.titles, descriptions: k.descriptions, start_minute: k.startMinute,
-      start_steps: k.startSteps, min_minutes: k.minMinutes, duration_steps: k.durationSteps,
-    }))],
-    [sql.stagingTables.groups, groups.map((g, i) => ({
-      no: i + 1, slug: g.slug, name: g.name, min_bars: g.minBars, rule: g.rule, size: g.size,
-      category_nos: (g.categories ?? []).map(categoryNo),
-    }))],
+    [
+      sql.stagingTables.profiles,
+      templates.flatMap((t) =>
+        profileVariants.map((v, i) => ({ template: t.id, variant: i + 1, profile: weeklyProfile(t, v) })),
+      ),
+    ],
+    [
+      sql.stagingTables.kinds,
+      eventKinds.map((k, i) => ({
+        no: i + 1,
+        classification: k.classification,
+        titles: k.titles,
+        descriptions: k.descriptions,
+        start_minute: k.startMinute,
+        start_steps: k.startSteps,
+        min_minutes: k.minMinutes,
+        duration_steps: k.durationSteps,
+      })),
+    ],
+    [
+      sql.stagingTables.groups,
+      groups.map((g, i) => ({
+        no: i + 1,
+        slug: g.slug,
+        name: g.name,
+        min_bars: g.minBars,
+        rule: g.rule,
+        size: g.size,
+        category_nos: (g.categories ?? []).map(categoryNo),
+      })),
+    ],
   ];
   for (const [statement, payload] of payloads) await client.query(statement, [JSON.stringify(payload)]);
 
   const lists: [string, unknown[], 'text[]' | 'integer[]'][] = [
-    ...Object.entries({ ...words, act_first: acts.first, act_second: acts.second, djs: acts.djs })
-      .map(([name, list]): [string, unknown[], 'text[]'] => [snakeCase(name), list, 'text[]']),
+    ...Object.entries({ ...words, act_first: acts.first, act_second: acts.second, djs: acts.djs }).map(
+      ([name, list]): [string, unknown[], 'text[]'] => [snakeCase(name), list, 'text[]'],
+    ),
     ['category_lottery', lottery(categories.map((c) => c.weight)), 'integer[]'],
     ['kind_lottery', lottery(eventKinds.map((k) => k.weight)), 'integer[]'],
   ];
@@ -169,7 +250,9 @@ async function stage(client: pg.Client, bars: number): Promise<void> {
     const { rows } = await client.query<{ ddl: string }>(sql.constantFunction, [name, JSON.stringify(list), type]);
     await client.query(rows[0]!.ddl);
   }
-  await client.query(`create function pg_temp.profile_variants() returns integer language sql immutable as 'select ${profileVariants.length}'`);
+  await client.query(
+    `create function pg_temp.profile_variants() returns integer language sql immutable as 'select ${profileVariants.length}'`,
+  );
 }
 
 const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -183,18 +266,24 @@ const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerC
  */
 async function dropBulkLoadObstacles(client: pg.Client): Promise<string[]> {
   const tables = barDataTables.map((t) => `private.${t}`);
-  const { rows: fks } = await client.query<{ drop: string; restore: string }>(`
+  const { rows: fks } = await client.query<{ drop: string; restore: string }>(
+    `
     select format('alter table %s drop constraint %I', conrelid::regclass, conname) as drop,
            format('alter table %s add constraint %I %s', conrelid::regclass, conname, pg_get_constraintdef(oid)) as restore
     from pg_constraint
     where contype = 'f' and conrelid = any ($1::regclass[])
-    order by conrelid::regclass::text, conname`, [tables]);
-  const { rows: indexes } = await client.query<{ drop: string; restore: string }>(`
+    order by conrelid::regclass::text, conname`,
+    [tables],
+  );
+  const { rows: indexes } = await client.query<{ drop: string; restore: string }>(
+    `
     select format('drop index %s', i.indexrelid::regclass) as drop, pg_get_indexdef(i.indexrelid) as restore
     from pg_index i
     where i.indrelid = any ($1::regclass[])
       and not exists (select from pg_constraint c where c.conindid = i.indexrelid)
-    order by i.indexrelid::regclass::text`, [tables]);
+    order by i.indexrelid::regclass::text`,
+    [tables],
+  );
   for (const { drop } of [...fks, ...indexes]) await client.query(drop);
   return [...indexes, ...fks].map((r) => r.restore);
 }
@@ -220,6 +309,7 @@ function progressReporter(onProgress: ((message: string) => void) | undefined): 
       report(`${phase}: ${(result.rowCount ?? 0).toLocaleString('en-US')} rows`);
     },
     phase: (name) => report(name),
-    done: (bars) => onProgress?.(`seed: done, ${bars.toLocaleString('en-US')} bars in ${seconds(Date.now() - start)} s`),
+    done: (bars) =>
+      onProgress?.(`seed: done, ${bars.toLocaleString('en-US')} bars in ${seconds(Date.now() - start)} s`),
   };
 }

@@ -16,12 +16,18 @@ export function helperFunctions(seed: number, anchorIso: string, users: number):
     `create function pg_temp.${signature} returns ${returns} language sql immutable parallel safe as $$ select ${body} $$`;
   return [
     // Uniform in [0, 1): 53 bits of a seeded 64-bit hash. Inlined, so the inner hash of constants folds away.
-    fn('rnd(k bigint, salt integer)', 'double precision',
-      `(hashint8extended(k, hashint8extended(salt, ${seed}::bigint)) & 9007199254740991)::float8 / 9007199254740992`),
+    fn(
+      'rnd(k bigint, salt integer)',
+      'double precision',
+      `(hashint8extended(k, hashint8extended(salt, ${seed}::bigint)) & 9007199254740991)::float8 / 9007199254740992`,
+    ),
     fn('pick(k bigint, salt integer, n integer)', 'integer', 'floor(pg_temp.rnd(k, salt) * n)::integer'),
     // Standard normal (Box-Muller); uses salts salt and salt + 1.
-    fn('gauss(k bigint, salt integer)', 'double precision',
-      'sqrt(-2 * ln(1 - pg_temp.rnd(k, salt))) * cos(2 * pi() * pg_temp.rnd(k, salt + 1))'),
+    fn(
+      'gauss(k bigint, salt integer)',
+      'double precision',
+      'sqrt(-2 * ln(1 - pg_temp.rnd(k, salt))) * cos(2 * pi() * pg_temp.rnd(k, salt + 1))',
+    ),
     fn('word(words text[], k bigint, salt integer)', 'text', 'words[1 + pg_temp.pick(k, salt, cardinality(words))]'),
     fn('anchor()', 'timestamptz', `'${anchorIso}'::timestamptz`),
     fn('user_count()', 'integer', `${users}`),
@@ -201,8 +207,9 @@ export const photos = `
 
 // Over the 60 days before and after the anchor, at evening times in the city's local time.
 export const events = `
-  insert into private.events (id, bar_id, city_id, title, description, classification, start_at, end_at, created_at)
+  insert into private.events (id, bar_id, city_id, title, description, classification, start_at, end_at, created_at, updated_at)
   overriding system value
+  select x.*, x.created_at from (
   select e.id, b.no, b.city_no,
          replace(replace(pg_temp.word(k.titles, e.id, 202), '{day}', to_char(d.day, 'FMDay')), '{act}',
                  case when k.classification = 'dj' then pg_temp.word(pg_temp.djs(), e.id, 208)
@@ -221,7 +228,9 @@ export const events = `
   cross join lateral (
     select (d.day + make_interval(mins => k.start_minute + 30 * pg_temp.pick(e.id, 205, k.start_steps + 1)))
            at time zone c.time_zone as start_at
-  ) s`;
+  ) s
+  ) x (id, bar_id, city_id, title, description, classification, start_at, end_at, created_at)
+  -- updated_at = created_at: the export's change time, deterministic`;
 
 export const users = `
   insert into private.users (id, username, created_at)
@@ -304,7 +313,17 @@ export const barGroups = `
 export const dropEmptyGroups = `
   delete from private.groups g where not exists (select 1 from private.bar_groups bg where bg.group_id = g.id)`;
 
-export const identityTables = ['cities', 'categories', 'bars', 'groups', 'photos', 'events', 'users', 'posts', 'post_media'];
+export const identityTables = [
+  'cities',
+  'categories',
+  'bars',
+  'groups',
+  'photos',
+  'events',
+  'users',
+  'posts',
+  'post_media',
+];
 
 /** Moves each identity past the ids assigned here, so later inserts that use the default cannot collide. */
 export function syncIdentity(table: string): string {

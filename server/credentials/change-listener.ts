@@ -69,8 +69,17 @@ export class CredentialsChangeListener {
     this.attempt = 0;
     this.listening = true;
     this.options.cache.setTrusted(true);
+    // One heartbeat at a time: a heartbeat still unanswered when the next is due means the
+    // connection is dead or the server frozen (and a second query on a busy client is what pg
+    // deprecates: "Calling client.query() when the client is already executing a query").
+    let beating = false;
     this.heartbeat = setInterval(() => {
-      client.query('select 1').catch((err: Error) => this.lost(client, err));
+      if (beating) return this.lost(client, new Error('heartbeat unanswered'));
+      beating = true;
+      client.query('select 1').then(
+        () => (beating = false),
+        (err: Error) => this.lost(client, err),
+      );
     }, this.options.heartbeatMs ?? 5000);
     this.heartbeat.unref();
   }
@@ -83,8 +92,10 @@ export class CredentialsChangeListener {
     clearInterval(this.heartbeat);
     client.end().catch(() => undefined);
     if (this.closed) return;
-    this.options.logger.error({ err: err ? { message: err.message } : undefined },
-      'credentials change listener lost its connection; reading identities from the database until it reconnects');
+    this.options.logger.error(
+      { err: err ? { message: err.message } : undefined },
+      'credentials change listener lost its connection; reading identities from the database until it reconnects',
+    );
     const delay = Math.min(250 * 2 ** this.attempt++, 5000);
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();

@@ -3,7 +3,7 @@
  * usage accounting, as the middleware list createPartnerApp mounts in front
  * of the partner routes.
  *
- *   authenticate -> minute, day, month limiters -> X-RateLimit headers -> routes
+ *   authenticate -> limiter (minute, day, month and usage: one Redis round trip) -> headers -> routes
  *
  * Failures: 401 Missing API key / Invalid API key, 403 revoked -> suspended ->
  * expired (the first that applies), and 429 once an address has failed more
@@ -14,10 +14,20 @@ import type { Pool } from '../db/pools';
 import { sendError } from '../http/errors';
 import type { PartnerIdentity } from '../http/partner';
 import type { Logger } from '../log';
-import { PartnerRateLimits, type RateLimitContext } from '../ratelimit/limiters';
-import { createRedisClient, type RedisClient } from '../redis';
+import { RedisBreaker } from '../ratelimit/breaker';
+import {
+  clientAddress,
+  FAILED_AUTH_LIMIT,
+  PartnerRateLimits,
+  rateLimitContext,
+  type RateLimitContext,
+} from '../ratelimit/limiters';
+import { windowEnd, windowStart } from '../ratelimit/windows';
+import { createRedisClient, type RedisClient, type RedisTarget } from '../redis';
 import { UsageAlerts } from '../usage/alerts';
 import { NO_ENDPOINT, UsageRecorder } from '../usage/recorder';
+import { SharedUsage } from '../usage/shared';
+import { endpointBeforeRouting } from './endpoint';
 import { CredentialsChangeListener } from './change-listener';
 import { IdentityCache, type StoredIdentity } from './identity-cache';
 import { hashApiKey, presentedKey } from './key';
@@ -29,8 +39,11 @@ export interface PartnerGuardOptions {
   databaseUrl: string;
   /** Role of the listener connection (default bar_partner). */
   listenerRole?: string;
-  /** Shared rate-limit counters; unset: in-process counting. */
-  redisUrl?: string;
+  /** Shared rate-limit counters (a URL, or a cluster's seed nodes); unset: in-process counting. */
+  redisUrl?: string | RedisTarget;
+  /** Per-request Redis budget (REDIS_BUDGET_MS, default 50) and circuit probe interval (REDIS_PROBE_MS, default 1000). */
+  redisBudgetMs?: number;
+  redisProbeMs?: number;
   /** An existing client instead of redisUrl (not closed by the guard). */
   redis?: RedisClient;
   /** Prefix of every Redis key (default 'pbapi:rl:'). */
@@ -44,9 +57,12 @@ export interface PartnerGuard {
   cache: IdentityCache;
   listener: CredentialsChangeListener;
   usage: UsageRecorder;
+  /** Usage counted in Redis (with REDIS_URL), flushed to PostgreSQL by any instance. */
+  sharedUsage?: SharedUsage;
+  breaker?: RedisBreaker;
   alerts: UsageAlerts;
-  /** Stops listening, writes pending usage and alerts, releases Redis. */
-  close(): Promise<void>;
+  /** Stops listening, writes pending usage and alerts, releases Redis; says what it wrote. */
+  close(): Promise<{ usageRequestsWritten: number; sharedUsageKeyDaysWritten: number }>;
 }
 
 /** Why an existing key is refused (403), in the contract's order of precedence. */
@@ -63,34 +79,75 @@ function endpointOf(req: Request): string {
   return path === undefined ? NO_ENDPOINT : String(path).replace(/^\//, '') || '/';
 }
 
+/** Stands for "not looked up: the address is blocked". */
+const BLOCKED = Object.freeze({}) as StoredIdentity;
+
 export async function createPartnerGuard(options: PartnerGuardOptions): Promise<PartnerGuard> {
   const { pool, logger } = options;
   const redis = options.redis ?? (options.redisUrl ? createRedisClient(options.redisUrl, logger) : undefined);
-  const limits = new PartnerRateLimits({ redis, redisPrefix: options.redisPrefix ?? 'pbapi:rl:', logger });
+  const redisPrefix = options.redisPrefix ?? 'pbapi:rl:';
+  const breaker = redis
+    ? new RedisBreaker(redis, { budgetMs: options.redisBudgetMs ?? 50, probeMs: options.redisProbeMs ?? 1000, logger })
+    : undefined;
+  const limits = new PartnerRateLimits({ redis, breaker, redisPrefix, logger, endpointOf: endpointBeforeRouting });
   const cache = new IdentityCache(pool);
   const listener = new CredentialsChangeListener({
-    connectionString: options.databaseUrl, role: options.listenerRole ?? 'bar_partner', cache, logger,
+    connectionString: options.databaseUrl,
+    role: options.listenerRole ?? 'bar_partner',
+    cache,
+    logger,
   });
   await listener.start();
   const usage = new UsageRecorder(pool, logger, options.usageFlushMs);
+  const sharedUsage =
+    redis && breaker
+      ? new SharedUsage({ redis, breaker, pool, prefix: redisPrefix, logger, flushEveryMs: options.usageFlushMs })
+      : undefined;
+  // Counts an instance made in Redis and could not flush (killed) are written by the next sweep of any instance.
+  if (sharedUsage) void sharedUsage.sweep(true);
   const alerts = new UsageAlerts(pool, logger);
 
+  // Addresses over the failed-auth limit, known locally until their window ends (no Redis round trip).
+  const blocked = new Map<string, number>();
+  const failedAuthKey = (req: Request) => `${windowStart('minute', Date.now())}:${clientAddress(req)}`;
+  const isBlocked = async (req: Request): Promise<boolean> => {
+    const address = clientAddress(req);
+    const until = blocked.get(address);
+    if (until !== undefined) {
+      if (until > Date.now()) return true;
+      blocked.delete(address);
+    }
+    const hits = (await limits.failedAuth.getKey(failedAuthKey(req)))?.totalHits ?? 0;
+    return hits >= FAILED_AUTH_LIMIT;
+  };
+
+  // Only 401s (missing, malformed or unknown keys) count toward the failed-auth limit; a 403
+  // (revoked, suspended, expired: the key is known) is always answered as a 403.
   const fail = (req: Request, res: Response, next: NextFunction, status: 401 | 403, message: string) => {
+    if (status === 403) return sendError(res, status, message);
+    res.once('finish', () => {
+      if (res.statusCode !== 429) return;
+      if (blocked.size > 100_000) blocked.clear();
+      blocked.set(clientAddress(req), windowEnd('minute', windowStart('minute', Date.now())));
+    });
     void limits.failedAuth(req, res, (err?: unknown) => {
       if (err) return next(err);
-      if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="partner-api"');
+      res.setHeader('WWW-Authenticate', 'Bearer realm="partner-api"');
       sendError(res, status, message);
     });
   };
 
   const account = (req: Request, res: Response, identity: StoredIdentity) => {
     res.once('finish', () => {
+      const ctx = rateLimitContext(res);
       const rateLimited = res.statusCode === 429;
-      usage.record(identity.keyId, rateLimited ? NO_ENDPOINT : endpointOf(req), rateLimited);
+      if (ctx.outcome?.shared) {
+        sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
+      } else if (!ctx.refunded) {
+        usage.record(identity.keyId, rateLimited ? NO_ENDPOINT : endpointOf(req), rateLimited);
+      }
       if (rateLimited) return;
-      alerts.check(identity, limits.counted(req).map(({ bucket, info }) => ({
-        bucket, used: info.used, limit: info.limit, resetTime: info.resetTime!,
-      })));
+      alerts.check(identity, limits.counted(res));
     });
   };
 
@@ -100,11 +157,23 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       fail(req, res, next, 401, presented.kind === 'missing' ? 'Missing API key' : 'Invalid API key');
       return;
     }
-    cache.lookup(hashApiKey(presented.key)).then((identity) => {
+    const hash = hashApiKey(presented.key);
+    const cached = cache.peek(hash);
+    // An address over the failed-auth limit gets its 429 before any database lookup of an uncached
+    // key (cached valid keys are still served; unknown keys are cached negatively).
+    const known: Promise<StoredIdentity | null> = cached
+      ? Promise.resolve(cached.identity)
+      : isBlocked(req).then((b) => (b ? BLOCKED : cache.lookup(hash)));
+    known.then((identity) => {
+      if (identity === BLOCKED) return fail(req, res, next, 401, 'Invalid API key'); // counted: 429
       if (!identity) return fail(req, res, next, 401, 'Invalid API key');
       const refused = refusal(identity, Date.now());
       if (refused) return fail(req, res, next, 403, refused);
-      res.locals.partner = { keyId: identity.keyId, subscriberId: identity.subscriberId, plan: identity.plan } satisfies PartnerIdentity;
+      res.locals.partner = {
+        keyId: identity.keyId,
+        subscriberId: identity.subscriberId,
+        plan: identity.plan,
+      } satisfies PartnerIdentity;
       res.locals.rateLimit = { keyId: identity.keyId, limits: identity.limits } satisfies RateLimitContext;
       account(req, res, identity);
       next();
@@ -116,13 +185,21 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     cache,
     listener,
     usage,
+    sharedUsage,
+    breaker,
     alerts,
     async close() {
       await listener.close();
+      const usageRequests = usage.pendingRequests;
       await usage.close();
+      const sharedKeyDays = sharedUsage ? await sharedUsage.flush() : 0;
+      await sharedUsage?.close();
+      breaker?.close();
       await alerts.settle();
       await limits.close();
       if (redis && !options.redis) await redis.quit().catch(() => redis.disconnect());
+      // What the shutdown log reports as flushed.
+      return { usageRequestsWritten: usageRequests - usage.pendingRequests, sharedUsageKeyDaysWritten: sharedKeyDays };
     },
   };
 }

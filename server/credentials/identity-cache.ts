@@ -36,27 +36,39 @@ interface AuthenticateRow {
 export interface IdentityCacheOptions {
   /** Entries are re-read after this long even without a notification (belt and braces). */
   maxAgeMs?: number;
-  /** Beyond this many entries the cache starts over (unknown keys are cached too). */
+  /** Beyond this many entries the cache starts over. */
   maxEntries?: number;
+  /**
+   * Unknown key hashes are cached apart (negative cache), so a flood of made-up
+   * keys cannot push valid keys out; beyond this many the negative cache starts over.
+   */
+  maxUnknown?: number;
 }
 
 export class IdentityCache {
-  private entries = new Map<string, { identity: StoredIdentity | null; at: number }>();
+  private entries = new Map<string, { identity: StoredIdentity; at: number }>();
+  private unknown = new Map<string, number>();
   private pending = new Map<string, Promise<StoredIdentity | null>>();
   private generation = 0;
   private trusted = false;
   private readonly maxAgeMs: number;
   private readonly maxEntries: number;
+  private readonly maxUnknown: number;
 
-  constructor(private readonly pool: Pool, options: IdentityCacheOptions = {}) {
+  constructor(
+    private readonly pool: Pool,
+    options: IdentityCacheOptions = {},
+  ) {
     this.maxAgeMs = options.maxAgeMs ?? 60_000;
     this.maxEntries = options.maxEntries ?? 50_000;
+    this.maxUnknown = options.maxUnknown ?? 100_000;
   }
 
   /** Drops everything (a credentials change, or the listener (re)connected or lost). */
   flush(): void {
     this.generation++;
     this.entries = new Map();
+    this.unknown = new Map();
     this.pending = new Map();
   }
 
@@ -67,14 +79,29 @@ export class IdentityCache {
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.entries.size + this.unknown.size;
+  }
+
+  /**
+   * The cached answer for a key hash without touching the database:
+   * `{ identity }` (null = known to be unknown), or undefined when not cached.
+   */
+  peek(keyHash: Buffer): { identity: StoredIdentity | null } | undefined {
+    if (!this.trusted) return undefined;
+    const id = keyHash.toString('hex');
+    const now = Date.now();
+    const hit = this.entries.get(id);
+    if (hit && now - hit.at < this.maxAgeMs) return { identity: hit.identity };
+    const missAt = this.unknown.get(id);
+    if (missAt !== undefined && now - missAt < this.maxAgeMs) return { identity: null };
+    return undefined;
   }
 
   async lookup(keyHash: Buffer): Promise<StoredIdentity | null> {
     const id = keyHash.toString('hex');
     if (this.trusted) {
-      const hit = this.entries.get(id);
-      if (hit && Date.now() - hit.at < this.maxAgeMs) return hit.identity;
+      const cached = this.peek(keyHash);
+      if (cached) return cached.identity;
       const inFlight = this.pending.get(id);
       if (inFlight) return inFlight;
     }
@@ -84,8 +111,13 @@ export class IdentityCache {
     try {
       const identity = await lookup;
       if (this.trusted && generation === this.generation) {
-        if (this.entries.size >= this.maxEntries) this.entries = new Map();
-        this.entries.set(id, { identity, at: Date.now() });
+        if (identity) {
+          if (this.entries.size >= this.maxEntries) this.entries = new Map();
+          this.entries.set(id, { identity, at: Date.now() });
+        } else {
+          if (this.unknown.size >= this.maxUnknown) this.unknown = new Map();
+          this.unknown.set(id, Date.now());
+        }
       }
       return identity;
     } finally {

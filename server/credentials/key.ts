@@ -12,25 +12,24 @@ export function hashApiKey(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
 }
 
-export type PresentedKey =
-  | { kind: 'missing' }
-  | { kind: 'malformed' }
-  | { kind: 'key'; key: string };
+export type PresentedKey = { kind: 'missing' } | { kind: 'malformed' } | { kind: 'key'; key: string };
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
 /**
  * `Authorization: Bearer <key>` (preferred) or `X-API-Key: <key>`. An
- * Authorization header that is not a Bearer credential, or a value that is
- * not of the key format, is malformed: rejected without a database lookup.
+ * Authorization header that is not a Bearer credential (whatever else the
+ * request carries), or a value that is not of the key format, is malformed:
+ * rejected without a database lookup.
  */
 export function presentedKey(req: Request): PresentedKey {
   const authorization = req.get('authorization')?.trim();
   const headerKey = req.get('x-api-key')?.trim();
   let candidate: string | undefined;
   if (authorization) {
+    // A non-Bearer Authorization (e.g. Basic) is a 401 even beside a valid X-API-Key (docs/CREDENTIALS.md).
     candidate = BEARER.exec(authorization)?.[1];
-    if (candidate === undefined && !headerKey) return { kind: 'malformed' };
+    if (candidate === undefined) return { kind: 'malformed' };
   }
   candidate ??= headerKey || undefined;
   if (candidate === undefined) return { kind: 'missing' };

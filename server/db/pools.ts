@@ -12,19 +12,30 @@ export interface PoolOptions {
   role?: string;
   applicationName: string;
   statementTimeoutMs?: number;
+  /**
+   * Client-side deadline (pg's query_timeout): a query with no answer by then is
+   * abandoned and its connection discarded, so a frozen server cannot hold a
+   * request (answered 503 + Retry-After). Set slightly above statementTimeoutMs,
+   * which the server enforces itself while it runs.
+   */
+  queryTimeoutMs?: number;
 }
 
 export function createPool(connectionString: string, options: PoolOptions): pg.Pool {
   const settings = [
     options.role ? `-c role=${options.role}` : '',
     options.statementTimeoutMs ? `-c statement_timeout=${options.statementTimeoutMs}` : '',
-  ].filter(Boolean).join(' ');
+  ]
+    .filter(Boolean)
+    .join(' ');
   const pool = new pg.Pool({
     connectionString,
     max: options.max,
     application_name: options.applicationName,
-    connectionTimeoutMillis: 5000,
+    // Waiting for a connection (a new one, or a free one from the pool) is bounded by the deadline too.
+    connectionTimeoutMillis: Math.min(5000, options.queryTimeoutMs || 5000),
     idleTimeoutMillis: 30000,
+    ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
     ...(settings ? { options: settings } : {}),
   });
   // An idle client's error (the server went away) must not crash the process;

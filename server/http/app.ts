@@ -5,16 +5,23 @@
  * OpenAPI document), then the credentials guard (auth + rate limits) for every
  * partner path before route matching, the routes, 404, errors.
  */
+import compression from 'compression';
 import express, { type RequestHandler } from 'express';
 import type { Config } from '../config';
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
+import { accessLog } from './access-log';
+import { sendPublic, strongEtag } from './caching';
+import { DOCS_PATH, docsRoutes } from './docs';
 import { errorHandler, sendError } from './errors';
+import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
+import { keyHeaderHygiene, urlHygiene } from './input-hygiene';
 import { onlyGetAndHead, requireJsonAcceptable, strictTransportSecurity } from './negotiation';
 import { openApiJson } from './openapi';
 import { PARTNER_PREFIX } from './partner';
 import { requestId } from './request-id';
 import { partnerRoutes } from './routes';
+import type { ExportOptions } from './routes/export';
 
 export interface PartnerAppDeps {
   config: Pick<Config, 'env'> & Partial<Pick<Config, 'trustProxy'>>;
@@ -23,6 +30,10 @@ export interface PartnerAppDeps {
   pool: Pool;
   /** Authentication and rate limiting for every partner path. */
   guard: RequestHandler[];
+  /** GET /readyz checks (default: PostgreSQL on `pool`) and whether shutdown began. */
+  health?: { checks?: ReadinessCheck[]; draining?: () => boolean };
+  /** GET export/*: the pool (the primary), concurrent-export slots (Redis), batch size (routes/export.ts). */
+  export?: ExportOptions;
 }
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {
@@ -35,31 +46,32 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.use(requestId);
   app.use(accessLog(deps.logger));
   app.use(strictTransportSecurity);
+  app.use(compression({ threshold: 1024 })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
   app.use(onlyGetAndHead);
+  app.use(docsRoutes()); // the HTML API reference: public, before the JSON-only Accept check
   app.use(requireJsonAcceptable);
-  app.get(`${PARTNER_PREFIX}/openapi.json`, (_req, res) => {
-    res.type('application/json').send(openApiJson);
+  app.use(keyHeaderHygiene); // invalid UTF-8 in Authorization / X-API-Key: 400 before the guard reads them
+  app.use(
+    healthRoutes({
+      checks: deps.health?.checks ?? [postgresCheck(deps.pool)],
+      draining: deps.health?.draining,
+    }),
+  ); // no key, no limits, no usage
+  const openApiEtag = strongEtag(openApiJson);
+  app.get(`${PARTNER_PREFIX}/openapi.json`, (req, res) => {
+    sendPublic(req, res, 'application/json', openApiJson, openApiEtag);
   });
-  app.use(PARTNER_PREFIX, ...deps.guard, partnerRoutes(deps));
-  app.use((_req, res) => sendError(res, 404, 'Not found'));
+  // NUL / invalid UTF-8 in the path or query: 400 (with the rate-limit headers) before a route reads them
+  app.use(PARTNER_PREFIX, ...deps.guard, urlHygiene, partnerRoutes(deps));
+  app.use((req, res) =>
+    sendError(
+      res,
+      404,
+      req.path.startsWith(`${PARTNER_PREFIX}/`) || req.path === PARTNER_PREFIX
+        ? `Not found; the endpoints are listed at ${DOCS_PATH} (and ${PARTNER_PREFIX}/openapi.json)`
+        : 'Not found',
+    ),
+  );
   app.use(errorHandler(deps.logger));
   return app;
-}
-
-function accessLog(logger: Logger): RequestHandler {
-  return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    const path = req.path; // before routers strip their mount path; never the query string
-    res.on('finish', () => {
-      logger.info({
-        requestId: res.locals.requestId,
-        method: req.method,
-        path,
-        status: res.statusCode,
-        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
-        subscriberId: res.locals.partner?.subscriberId,
-      }, 'request');
-    });
-    next();
-  };
 }

@@ -15,7 +15,11 @@ export class HttpError extends Error {
 
 /** Writes the contract's error body: {"error": ..., "request_id": ..., ...extra}. */
 export function sendError(res: Response, status: number, message: string, body: Record<string, unknown> = {}): void {
-  res.status(status).type('application/json').send(JSON.stringify({ error: message, ...body, request_id: res.locals.requestId }));
+  res.locals.errorMessage = message; // the access log's reason
+  res
+    .status(status)
+    .type('application/json')
+    .send(JSON.stringify({ error: message, ...body, request_id: res.locals.requestId }));
 }
 
 /** SQLSTATE raised by api.* functions for input they reject; the message is written for the client. */
@@ -25,10 +29,14 @@ export const INVALID_INPUT = 'PT400';
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(e.code)) return true;
+  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(e.code))
+    return true;
   // 57P01-03: admin shutdown, crash shutdown, cannot connect now; 53300: too many connections; 08*: connection exceptions
   if (e.code && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', '53300'].includes(e.code))) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED/i.test(e.message ?? '');
+  // 'Query read timeout': the pool's client-side deadline (PG_QUERY_DEADLINE_MS) passed without an answer.
+  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|Query read timeout/i.test(
+    e.message ?? '',
+  );
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
@@ -40,7 +48,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     // body-parser style errors carry their own 4xx status
-    const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
+    const status =
+      (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       sendError(res, status, status === 400 ? 'Malformed request' : 'Request rejected');
       return;
@@ -58,7 +67,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     if (isDatabaseUnavailable(err)) {
-      logger.warn({ requestId: res.locals.requestId, err: { message: (err as Error).message } }, 'database unavailable');
+      logger.warn(
+        { requestId: res.locals.requestId, err: { message: (err as Error).message } },
+        'database unavailable',
+      );
       res.setHeader('Retry-After', '5');
       sendError(res, 503, 'Service temporarily unavailable, please retry');
       return;

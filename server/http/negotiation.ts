@@ -4,6 +4,7 @@
  */
 import type { RequestHandler } from 'express';
 import { sendError } from './errors';
+import { PARTNER_PREFIX } from './partner';
 
 export const ALLOWED_METHODS = 'GET, HEAD';
 
@@ -19,11 +20,15 @@ export const onlyGetAndHead: RequestHandler = (req, res, next) => {
  * specific matching range says q=0.
  */
 export function acceptsJson(accept: string | undefined): boolean {
+  return admits(accept, 'application/json');
+}
+
+function admits(accept: string | undefined, type: string): boolean {
   if (accept === undefined || accept.trim() === '') return true;
   let best: { specificity: number; q: number } | undefined;
   for (const part of accept.split(',')) {
     const [range = '', ...params] = part.split(';').map((s) => s.trim());
-    const specificity = ({ 'application/json': 2, 'application/*': 1, '*/*': 0 } as Record<string, number>)[range.toLowerCase()];
+    const specificity = ({ [type]: 2, 'application/*': 1, '*/*': 0 } as Record<string, number>)[range.toLowerCase()];
     if (specificity === undefined) continue;
     let q = 1;
     for (const param of params) {
@@ -31,12 +36,26 @@ export function acceptsJson(accept: string | undefined): boolean {
       if (name?.toLowerCase() === 'q') q = Number(value);
     }
     if (!Number.isFinite(q)) q = 0;
-    if (!best || specificity > best.specificity || (specificity === best.specificity && q > best.q)) best = { specificity, q };
+    if (!best || specificity > best.specificity || (specificity === best.specificity && q > best.q))
+      best = { specificity, q };
   }
   return best !== undefined && best.q > 0;
 }
 
+/** True when an Accept header admits application/x-ndjson (`*\/*`, `application/*`, the type itself; q > 0). */
+export function acceptsNdjson(accept: string | undefined): boolean {
+  return admits(accept, 'application/x-ndjson');
+}
+
+/** The bulk export paths (routes/export.ts) serve application/x-ndjson instead of JSON. */
+const EXPORT_PATH = new RegExp(`^${PARTNER_PREFIX}/export/(bars|events)/?$`, 'i');
+export const isExportPath = (path: string): boolean => EXPORT_PATH.test(path);
+
 export const requireJsonAcceptable: RequestHandler = (req, res, next) => {
+  if (isExportPath(req.path)) {
+    if (acceptsNdjson(req.get('accept'))) return next();
+    return sendError(res, 406, 'Not acceptable: this endpoint serves application/x-ndjson only');
+  }
   if (acceptsJson(req.get('accept'))) return next();
   sendError(res, 406, 'Not acceptable: this API serves application/json only');
 };

@@ -5,38 +5,33 @@
  * code. Shapes follow partner-api-v1.md + decisions.md: every key always
  * present, null for an empty optional value.
  */
+import { ENDPOINTS, array, latitude, longitude, nullable, object, ref, type Endpoint, type Schema } from './endpoints';
 import { CLASSIFICATIONS } from './params';
-
-type Schema = Record<string, unknown>;
-
-const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: 'null' }] });
-const object = (properties: Record<string, Schema>, description?: string): Schema => ({
-  type: 'object',
-  ...(description ? { description } : {}),
-  properties,
-  required: Object.keys(properties),
-  additionalProperties: false,
-});
-const array = (items: Schema, extra: Schema = {}): Schema => ({ type: 'array', items, ...extra });
+import { webhookOperations } from '../webhooks/openapi';
 
 const string: Schema = { type: 'string' };
 const id: Schema = { type: 'string', pattern: '^[0-9]+$', description: 'identifier (a string)' };
 const url: Schema = { type: 'string', format: 'uri', pattern: '^https?://', description: 'absolute http(s) URL' };
 const timestamp: Schema = {
-  type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
+  type: 'string',
+  format: 'date-time',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
   description: 'UTC, e.g. 2026-11-22T21:30:00Z',
 };
-const latitude: Schema = { type: 'number', minimum: -90, maximum: 90 };
-const longitude: Schema = { type: 'number', minimum: -180, maximum: 180 };
 const intensity: Schema = { type: 'integer', minimum: 0, maximum: 100 };
 const hhmm: Schema = { type: 'string', pattern: '^([01]\\d|2[0-3]):[0-5]\\d$' };
 const DAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'];
 const STATUSES = ['closed', 'quiet', 'moderate', 'busy', 'very_busy'];
 
 const occupancyList = {
-  current_intensity: { ...nullable(intensity), description: 'percent of the bar\'s typical peak; 0 when closed, null when open without data' },
-  status: { ...nullable({ type: 'string', enum: STATUSES }), description: 'closed (by its hours), quiet 0-24, moderate 25-49, busy 50-74, very_busy 75-100' },
+  current_intensity: {
+    ...nullable(intensity),
+    description: "percent of the bar's typical peak; 0 when closed, null when open without data",
+  },
+  status: {
+    ...nullable({ type: 'string', enum: STATUSES }),
+    description: 'closed (by its hours), quiet 0-24, moderate 25-49, busy 50-74, very_busy 75-100',
+  },
 };
 
 const barListProperties: Record<string, Schema> = {
@@ -61,7 +56,11 @@ const barListProperties: Record<string, Schema> = {
 };
 
 const eventShortProperties: Record<string, Schema> = {
-  id, name: string, description: nullable(string), start_at: timestamp, end_at: timestamp,
+  id,
+  name: string,
+  description: nullable(string),
+  start_at: timestamp,
+  end_at: timestamp,
 };
 
 const pagination = object({
@@ -72,10 +71,15 @@ const pagination = object({
 });
 
 const barRef = object({ id, name: string });
-const point = object({
-  type: { const: 'Point' },
-  coordinates: { type: 'array', prefixItems: [longitude, latitude], minItems: 2, maxItems: 2 },
-}, 'GeoJSON Point: [longitude, latitude]');
+const point = object(
+  {
+    type: { const: 'Point' },
+    coordinates: { type: 'array', prefixItems: [longitude, latitude], minItems: 2, maxItems: 2 },
+  },
+  'GeoJSON Point: [longitude, latitude]',
+);
+/** An instant to the microsecond (export updated_at, deleted_at, watermarks). */
+const exportInstant: Schema = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$' };
 
 const schemas: Record<string, Schema> = {
   Error: object({ error: string, request_id: string }),
@@ -87,66 +91,183 @@ const schemas: Record<string, Schema> = {
   }),
   Category: object({ name: string, slug: { type: 'string', pattern: '^[a-z0-9]+(-[a-z0-9]+)*$' } }),
   Photo: object({ url }),
-  Hours: object(Object.fromEntries(DAYS.map((d) => [d, array(object({ open: hhmm, close: hhmm }))])),
-    'all seven days; [] when closed all day; a close before the open closes after midnight (the slot belongs to the day it opens); local wall-clock times'),
+  Hours: object(
+    Object.fromEntries(DAYS.map((d) => [d, array(object({ open: hhmm, close: hhmm }))])),
+    'all seven days; [] when closed all day; a close before the open closes after midnight (the slot belongs to the day it opens); local wall-clock times',
+  ),
   Occupancy: object(occupancyList),
   OccupancyDetail: object({
     ...occupancyList,
-    hourly_data: array(object({ hour: { type: 'integer', minimum: 0, maximum: 23 }, intensity: nullable(intensity) }),
-      { minItems: 24, maxItems: 24, description: 'hours 0-23 of the bar\'s current local day of the week' }),
+    hourly_data: array(object({ hour: { type: 'integer', minimum: 0, maximum: 23 }, intensity: nullable(intensity) }), {
+      minItems: 24,
+      maxItems: 24,
+      description: "hours 0-23 of the bar's current local day of the week",
+    }),
   }),
   Bar: object(barListProperties, 'Bar, list form'),
-  BarDetail: object({
-    ...barListProperties,
-    occupancy: ref('OccupancyDetail'),
-    description: nullable(string),
-    price_level: nullable({ type: 'integer', minimum: 1, maximum: 4 }),
-    events: array(ref('EventShort'), { maxItems: 10, description: 'upcoming events (ending after now) by start_at' }),
-  }, 'Bar, detail form'),
+  BarDetail: object(
+    {
+      ...barListProperties,
+      occupancy: ref('OccupancyDetail'),
+      description: nullable(string),
+      price_level: nullable({ type: 'integer', minimum: 1, maximum: 4 }),
+      events: array(ref('EventShort'), { maxItems: 10, description: 'upcoming events (ending after now) by start_at' }),
+    },
+    'Bar, detail form',
+  ),
   BarRef: barRef,
   BarSummary: object({
-    id, name: string, address: string, city: string, state: string, latitude, longitude, profile_picture_url: nullable(url),
+    id,
+    name: string,
+    address: string,
+    city: string,
+    state: string,
+    latitude,
+    longitude,
+    profile_picture_url: nullable(url),
   }),
   EventShort: object(eventShortProperties),
   EventWithBar: object({ ...eventShortProperties, bar: ref('BarRef') }),
   Event: object({
-    id, title: string, description: nullable(string),
+    id,
+    title: string,
+    description: nullable(string),
     classification: { type: 'string', enum: [...CLASSIFICATIONS] },
-    start_at: timestamp, end_at: timestamp, created_at: timestamp, bar: ref('BarSummary'),
+    start_at: timestamp,
+    end_at: timestamp,
+    created_at: timestamp,
+    bar: ref('BarSummary'),
   }),
   Post: object({ id, text: string, created_at: timestamp, bar: ref('BarSummary') }),
   FeedPost: object({
-    id, content: string, created_at: timestamp,
-    user: object({ id, username: string }), bar: ref('BarRef'), media: array(object({ url })),
+    id,
+    content: string,
+    created_at: timestamp,
+    user: object({ id, username: string }),
+    bar: ref('BarRef'),
+    media: array(object({ url })),
   }),
   City: object({ name: string, state: string }),
+  CategoryCount: object({
+    name: string,
+    slug: { type: 'string', pattern: '^[a-z0-9]+(-[a-z0-9]+)*$' },
+    bar_count: { type: 'integer', minimum: 0 },
+  }),
+  CityListItem: object({
+    name: string,
+    state: { type: 'string', pattern: '^[A-Z]{2}$' },
+    time_zone: { type: 'string', description: 'IANA time zone, e.g. America/Chicago' },
+    latitude,
+    longitude,
+    bar_count: { type: 'integer', minimum: 0 },
+  }),
+  GroupCount: object({
+    name: string,
+    slug: { type: 'string', pattern: '^[a-z0-9]+(-[a-z0-9]+)*$' },
+    bar_count: { type: 'integer', minimum: 0 },
+  }),
   BusiestBar: object({ id, name: string, current_intensity: intensity }),
   Pagination: pagination,
   SearchResult: {
     oneOf: [
-      object({
-        type: { const: 'bar' }, id, name: string, address: string, state: string, location: point,
-        price_level: nullable({ type: 'integer', minimum: 1, maximum: 4 }),
-        distance: { ...nullable({ type: 'number', minimum: 0 }), description: 'miles, 2 decimals; null without latitude/longitude' },
-        image_url: nullable(url),
-      }, 'a bar'),
-      object({
-        type: { const: 'city' }, id, name: { type: 'string', description: '"<City>, <ST>"' }, address: { type: 'null' },
-        state: string, location: point, price_level: { type: 'null' },
-        distance: { ...nullable({ type: 'number', minimum: 0 }), description: 'miles to the city centre; null without latitude/longitude' },
-        image_url: { type: 'null' },
-      }, 'a city (location: its centre)'),
+      object(
+        {
+          type: { const: 'bar' },
+          id,
+          name: string,
+          address: string,
+          state: string,
+          location: point,
+          price_level: nullable({ type: 'integer', minimum: 1, maximum: 4 }),
+          distance: {
+            ...nullable({ type: 'number', minimum: 0 }),
+            description: 'miles, 2 decimals; null without latitude/longitude',
+          },
+          image_url: nullable(url),
+        },
+        'a bar',
+      ),
+      object(
+        {
+          type: { const: 'city' },
+          id,
+          name: { type: 'string', description: '"<City>, <ST>"' },
+          address: { type: 'null' },
+          state: string,
+          location: point,
+          price_level: { type: 'null' },
+          distance: {
+            ...nullable({ type: 'number', minimum: 0 }),
+            description: 'miles to the city centre; null without latitude/longitude',
+          },
+          image_url: { type: 'null' },
+        },
+        'a city (location: its centre)',
+      ),
     ],
   },
   TestResponse: object({ message: string, timestamp, subscriber_id: string, plan: string }),
+  // Bulk export (docs/EXPORT.md): each schema is ONE line of the application/x-ndjson stream.
+  ExportBarLine: object(
+    {
+      type: { const: 'bar' },
+      bar: object(
+        {
+          ...barListProperties,
+          occupancy: ref('OccupancyDetail'),
+          description: nullable(string),
+          price_level: nullable({ type: 'integer', minimum: 1, maximum: 4 }),
+          updated_at: exportInstant,
+        },
+        'Bar, detail form without events, plus updated_at',
+      ),
+    },
+    'a bar (export/bars)',
+  ),
+  ExportEventLine: object(
+    {
+      type: { const: 'event' },
+      event: object({
+        id,
+        title: string,
+        description: nullable(string),
+        classification: { type: 'string', enum: [...CLASSIFICATIONS] },
+        start_at: timestamp,
+        end_at: timestamp,
+        created_at: timestamp,
+        bar: ref('BarSummary'),
+        updated_at: exportInstant,
+      }),
+    },
+    'an event, full form plus updated_at (export/events)',
+  ),
+  ExportDeletedLine: object(
+    { type: { const: 'deleted' }, kind: { type: 'string', enum: ['bar', 'event'] }, id, deleted_at: exportInstant },
+    'an object removed since updated_since (only with updated_since)',
+  ),
+  ExportEndLine: object(
+    {
+      type: { const: 'end' },
+      count: { type: 'integer', minimum: 0, description: 'lines before this one' },
+      next_updated_since: {
+        ...exportInstant,
+        description: 'the watermark: pass it as updated_since of the next export (loses no change committed meanwhile)',
+      },
+    },
+    'the last line; a stream without it was cut short',
+  ),
 };
 
 // ---------------------------------------------------------------- headers
 
 const intHeader = (description: string): Schema => ({ description, schema: { type: 'integer' } });
 const RATE_LIMIT_HEADERS: Record<string, Schema> = {};
-for (const [suffix, what] of [['', 'the limited bucket with the fewest remaining requests (minute when none is limited)'],
-  ['-Minute', 'the UTC clock minute'], ['-Day', 'the UTC day'], ['-Month', 'the UTC calendar month']] as const) {
+for (const [suffix, what] of [
+  ['', 'the limited bucket with the fewest remaining requests (minute when none is limited)'],
+  ['-Minute', 'the UTC clock minute'],
+  ['-Day', 'the UTC day'],
+  ['-Month', 'the UTC calendar month'],
+] as const) {
   RATE_LIMIT_HEADERS[`X-RateLimit-Limit${suffix}`] = intHeader(`limit of ${what}; -1 when unlimited`);
   RATE_LIMIT_HEADERS[`X-RateLimit-Remaining${suffix}`] = intHeader(`requests left in ${what}; -1 when unlimited`);
   RATE_LIMIT_HEADERS[`X-RateLimit-Reset${suffix}`] = intHeader(`end of the window of ${what} (Unix seconds)`);
@@ -154,83 +275,130 @@ for (const [suffix, what] of [['', 'the limited bucket with the fewest remaining
 
 const headers: Record<string, Schema> = {
   'X-Request-Id': {
-    description: 'the client\'s own X-Request-Id when it is 1-128 characters of [A-Za-z0-9._-], else a generated one; also request_id in error bodies',
-    required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
+    description:
+      "the client's own X-Request-Id when it is 1-128 characters of [A-Za-z0-9._-], else a generated one; also request_id in error bodies",
+    required: true,
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
   },
   'Retry-After': { description: 'seconds to wait', required: true, schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'the methods this API accepts', required: true, schema: { const: 'GET, HEAD' } },
   'Strict-Transport-Security': { description: 'on HTTPS responses', schema: { type: 'string' } },
+  ETag: {
+    description: 'strong validator of the body; send it back in If-None-Match to get a 304 (no rate-limit cost)',
+    required: true,
+    schema: { type: 'string', pattern: '^"[^"]+"$' },
+  },
+  'Cache-Control': {
+    description: 'private, no-cache on partner answers (revalidate: occupancy is live)',
+    required: true,
+    schema: { type: 'string' },
+  },
 };
 for (const [name, header] of Object.entries(RATE_LIMIT_HEADERS)) headers[name] = header;
 
 const headerRef = (name: string): Schema => ({ $ref: `#/components/headers/${name}` });
-const common = { 'X-Request-Id': headerRef('X-Request-Id'), 'Strict-Transport-Security': headerRef('Strict-Transport-Security') };
-const rateLimited = (required: boolean) => Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name,
-  required ? { ...RATE_LIMIT_HEADERS[name], required: true } : headerRef(name)]));
+const common = {
+  'X-Request-Id': headerRef('X-Request-Id'),
+  'Strict-Transport-Security': headerRef('Strict-Transport-Security'),
+};
+const rateLimited = (required: boolean) =>
+  Object.fromEntries(
+    Object.keys(RATE_LIMIT_HEADERS).map((name) => [
+      name,
+      required ? { ...RATE_LIMIT_HEADERS[name], required: true } : headerRef(name),
+    ]),
+  );
 
 const json = (schema: Schema) => ({ 'application/json': { schema } });
 const errorResponse = (description: string, extraHeaders: Record<string, Schema> = {}, schema = ref('Error')) => ({
-  description, headers: { ...common, ...extraHeaders }, content: json(schema),
+  description,
+  headers: { ...common, ...extraHeaders },
+  content: json(schema),
 });
 
 const responses: Record<string, Schema> = {
-  BadRequest: errorResponse('A parameter breaks a rule; the message names the parameter and the rule', rateLimited(true)),
+  BadRequest: errorResponse(
+    'A parameter breaks a rule; the message names the parameter and the rule',
+    rateLimited(true),
+  ),
   Unauthorized: errorResponse('Missing API key / Invalid API key', rateLimited(false)),
-  Forbidden: errorResponse('API key has been revoked / Subscriber account is suspended / Subscription has expired', rateLimited(false)),
+  Forbidden: errorResponse(
+    'API key has been revoked / Subscriber account is suspended / Subscription has expired',
+    rateLimited(false),
+  ),
   NotFound: errorResponse('Unknown bar, unknown state/city, or unknown path', rateLimited(false)),
   MethodNotAllowed: errorResponse('Any method but GET and HEAD', { Allow: headerRef('Allow') }),
   NotAcceptable: errorResponse('The Accept header does not admit application/json'),
-  TooManyRequests: errorResponse('A rate limit is exceeded (or more than 30 failed authentications a minute from one address)',
-    { ...rateLimited(false), 'Retry-After': headerRef('Retry-After') }, ref('RateLimitError')),
+  TooManyRequests: errorResponse(
+    'A rate limit is exceeded (or more than 30 failed authentications a minute from one address)',
+    { ...rateLimited(false), 'Retry-After': headerRef('Retry-After') },
+    ref('RateLimitError'),
+  ),
   InternalError: errorResponse('Server fault; reveals nothing, quote request_id'),
   Unavailable: errorResponse('The database is unreachable; retry later', { 'Retry-After': headerRef('Retry-After') }),
 };
 
-// ---------------------------------------------------------------- parameters
-
-const query = (name: string, schema: Schema, description: string): Schema => ({ name, in: 'query', required: false, schema, description });
-const PAGE_PARAM = query('page', { type: 'integer', minimum: 1, maximum: 2147483647, default: 1 }, 'page number, from 1');
-const PER_PAGE_PARAM = query('per_page', { type: 'integer', minimum: 1, maximum: 100, default: 20 }, 'items per page');
-const GROUP = query('group_slug', { type: 'string', minLength: 1 }, 'only bars of this group (curated set of bars of the city); unknown: empty result');
-const dateParam = (name: string, dflt: string) => query(name, {
-  type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,6})?)?([Zz]|[+-]\\d{2}:?\\d{2})?)?$',
-}, `YYYY-MM-DD (a local day of the city; an end_date includes its whole day) or an ISO 8601 date-time (inclusive; without an offset it is the city's local time). Default: ${dflt}`);
-const cityPath: Schema[] = [
-  { name: 'state', in: 'path', required: true, schema: { type: 'string' }, description: 'state abbreviation, case-insensitive' },
-  { name: 'city', in: 'path', required: true, schema: { type: 'string' }, description: 'city name, URL-encoded, case-insensitive' },
-];
-const corner = (n: 1 | 2): Schema => ({
-  name: `corner${n}`, in: 'query', required: false, style: 'deepObject', explode: true,
-  schema: { type: 'object', properties: { latitude, longitude }, required: ['latitude', 'longitude'], additionalProperties: false },
-  description: `corner${n}[latitude], corner${n}[longitude]: one of two opposite corners of a bounding box (either order); all four values or none; not with radius`,
-});
-
 // ---------------------------------------------------------------- operations
 
 const security = [{ bearer: [] }, { apiKey: [] }];
-function operation(operationId: string, summary: string, body: Schema, parameters: Schema[], errors: string[]): Schema {
-  const byStatus: Record<string, string> = {
-    400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 406: 'NotAcceptable',
-    429: 'TooManyRequests', 500: 'InternalError', 503: 'Unavailable',
-  };
+const BY_STATUS: Record<string, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  406: 'NotAcceptable',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'Unavailable',
+};
+const cacheHeaders = {
+  ETag: headerRef('ETag'),
+  'Cache-Control': headerRef('Cache-Control'),
+};
+const publicCacheHeaders = {
+  ETag: headerRef('ETag'),
+  'Cache-Control': { description: 'public, max-age=3600', required: true, schema: { const: 'public, max-age=3600' } },
+};
+/** The path item of a declared endpoint (endpoints.ts). */
+function operation(e: Endpoint): Schema {
+  const streamed = e.mediaType === 'application/x-ndjson'; // export/*: no ETag, no 304
   return {
     get: {
-      operationId, summary, security, parameters,
+      operationId: e.operationId,
+      summary: e.summary,
+      ...(e.description ? { description: e.description } : {}),
+      security,
+      parameters: [...(e.pathParams ?? []), ...e.query],
       responses: {
-        200: { description: 'OK', headers: { ...common, ...rateLimited(true) }, content: json(body) },
-        ...Object.fromEntries(['401', '403', '406', '429', '500', '503', ...errors].sort()
-          .map((status) => [status, { $ref: `#/components/responses/${byStatus[status]}` }])),
+        200: {
+          description: 'OK',
+          headers: { ...common, ...rateLimited(true), ...(streamed ? {} : cacheHeaders) },
+          content: { [e.mediaType ?? 'application/json']: { schema: e.body } },
+        },
+        ...(streamed
+          ? {}
+          : {
+              304: {
+                description:
+                  'Not Modified: If-None-Match holds the current ETag; no body; counts against no rate-limit bucket',
+                headers: { ...common, ...rateLimited(true), ...cacheHeaders },
+              },
+            }),
+        ...Object.fromEntries(
+          [...new Set(['400', '401', '403', '406', '429', '500', '503', ...(e.errors ?? [])])]
+            .sort()
+            .map((status) => [status, { $ref: `#/components/responses/${BY_STATUS[status]}` }]),
+        ),
       },
     },
   };
 }
 
-const paged = (items: Record<string, Schema>) => object({ ...items, pagination: ref('Pagination') });
-
 export const openApiDocument = {
   openapi: '3.1.0',
   info: {
     title: 'Partner Bar Data API',
+    license: { name: 'Proprietary: use under the partner agreement', identifier: 'LicenseRef-Partner-Agreement' },
     version: '1.0',
     description: [
       'Read-only bar data for partners. Every endpoint is GET (HEAD also works); any other method is 405 with `Allow: GET, HEAD`.',
@@ -243,51 +411,46 @@ export const openApiDocument = {
   servers: [{ url: '/api/v1/partner' }],
   security,
   paths: {
-    '/test_endpoint': operation('testEndpoint', 'Check an API key', ref('TestResponse'), [], []),
-    '/bars': operation('listBars', 'List bars (by ids, category, radius or bounding box)', object({ bars: array(ref('Bar')) }), [
-      query('ids', { type: 'string' }, 'comma-separated bar ids, at most 100; order kept, duplicates once, unknown ids skipped'),
-      query('category', { type: 'string', minLength: 1 }, 'category slug; unknown: empty result'),
-      query('latitude', latitude, 'with longitude: nearest first (and the radius centre)'),
-      query('longitude', longitude, 'with latitude'),
-      query('radius', { type: 'number', exclusiveMinimum: 0, maximum: 100 }, 'miles; requires latitude and longitude'),
-      corner(1), corner(2),
-      query('limit', { type: 'integer', minimum: 1, maximum: 250, default: 100 }, 'maximum number of bars'),
-    ], ['400']),
-    '/bars/{id}': operation('getBar', 'Bar details', object({ bar: ref('BarDetail') }), [
-      { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
-    ], ['404']),
-    '/bars_by_city/{state}/{city}': operation('barsByCity', 'Bars of a city, today\'s events and the busiest open bars', paged({
-      city: ref('City'), bars: array(ref('Bar')), events_today: array(ref('EventWithBar')),
-      busiest_bars: array(ref('BusiestBar'), { maxItems: 5 }),
-    }), [...cityPath, GROUP, PAGE_PARAM, PER_PAGE_PARAM], ['400', '404']),
-    '/events/{state}/{city}': operation('eventsByCity', 'Events of a city by start time', paged({ events: array(ref('Event')) }), [
-      ...cityPath, dateParam('start_date', 'today'), dateParam('end_date', '30 days after today'),
-      query('classification', { type: 'string', enum: [...CLASSIFICATIONS] }, 'event type'),
-      GROUP, PAGE_PARAM, PER_PAGE_PARAM,
-    ], ['400', '404']),
-    '/posts/{state}/{city}': operation('postsByCity', 'Posts of a city, newest first', paged({ posts: array(ref('Post')) }), [
-      ...cityPath, dateParam('start_date', '30 days ago'), dateParam('end_date', 'today'), GROUP, PAGE_PARAM, PER_PAGE_PARAM,
-    ], ['400', '404']),
-    '/feed/{state}/{city}': operation('cityFeed', 'City feed: posts (paged) and upcoming events (first page)', object({
-      city: ref('City'), posts: array(ref('FeedPost')), events: array(ref('EventWithBar')),
-      posts_pagination: ref('Pagination'), events_pagination: ref('Pagination'),
-    }), [...cityPath, PAGE_PARAM, PER_PAGE_PARAM], ['400', '404']),
-    '/search': operation('search', 'Search bars and cities by name', paged({ results: array(ref('SearchResult')) }), [
-      { ...query('q', { type: 'string', minLength: 1, maxLength: 200 }, 'search text (not blank, at most 200 characters)'), required: true },
-      query('latitude', latitude, 'with longitude: distances and nearer-first among equally relevant results'),
-      query('longitude', longitude, 'with latitude'),
-      PAGE_PARAM, PER_PAGE_PARAM,
-    ], ['400']),
+    ...Object.fromEntries(ENDPOINTS.map((e) => [e.path, operation(e)])),
+    '/docs': {
+      get: {
+        operationId: 'docs',
+        summary: 'This reference as an interactive HTML page (no authentication)',
+        security: [],
+        responses: {
+          200: {
+            description: 'HTML page (Scalar API Reference) rendering this document',
+            headers: { ...common, ...publicCacheHeaders },
+            content: { 'text/html': { schema: { type: 'string' } } },
+          },
+          304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
+        },
+      },
+    },
     '/openapi.json': {
       get: {
-        operationId: 'openApi', summary: 'This document (no authentication)', security: [],
+        operationId: 'openApi',
+        summary: 'This document (no authentication)',
+        security: [],
         responses: {
-          200: { description: 'OpenAPI 3.1 document', headers: common, content: json({ type: 'object', required: ['openapi', 'paths'] }) },
+          200: {
+            description: 'OpenAPI 3.1 document',
+            headers: { ...common, ...publicCacheHeaders },
+            content: json({
+              type: 'object',
+              properties: { openapi: { type: 'string' }, paths: { type: 'object' } },
+              required: ['openapi', 'paths'],
+            }),
+          },
+          304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
           406: { $ref: '#/components/responses/NotAcceptable' },
         },
       },
     },
   },
+  webhooks: webhookOperations,
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY> (preferred)' },

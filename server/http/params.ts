@@ -9,15 +9,32 @@ import { HttpError } from './errors';
 
 export const badRequest = (message: string): HttpError => new HttpError(400, message);
 
-export interface IntRule { min: number; max: number; default: number }
-export interface NumberRule { min: number; max: number; minExclusive?: boolean }
+export interface IntRule {
+  min: number;
+  max: number;
+  default: number;
+}
+export interface NumberRule {
+  min: number;
+  max: number;
+  minExclusive?: boolean;
+}
 
 export const PAGE: IntRule = { min: 1, max: 2147483647, default: 1 };
 export const PER_PAGE: IntRule = { min: 1, max: 100, default: 20 };
 export const LATITUDE: NumberRule = { min: -90, max: 90 };
 export const LONGITUDE: NumberRule = { min: -180, max: 180 };
 
-export const CLASSIFICATIONS = ['live_music', 'dj', 'trivia', 'karaoke', 'happy_hour', 'sports', 'comedy', 'special'] as const;
+export const CLASSIFICATIONS = [
+  'live_music',
+  'dj',
+  'trivia',
+  'karaoke',
+  'happy_hour',
+  'sports',
+  'comedy',
+  'special',
+] as const;
 
 const INTEGER = /^[+-]?\d+$/;
 const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
@@ -29,7 +46,9 @@ function rangeText(rule: NumberRule): string {
 }
 
 function validDate(y: string, m: string, d: string): boolean {
-  const year = Number(y), month = Number(m), day = Number(d);
+  const year = Number(y),
+    month = Number(m),
+    day = Number(d);
   if (year < 1 || month < 1 || month > 12 || day < 1) return false;
   return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
@@ -80,6 +99,7 @@ export class QueryParams {
     const raw = this.string(name);
     if (raw === undefined) return undefined;
     const message = `${name} must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)`;
+    plusSentAsSpace(name, raw);
     const d = DATE.exec(raw);
     if (d) {
       if (!validDate(d[1]!, d[2]!, d[3]!)) throw badRequest(message);
@@ -93,11 +113,52 @@ export class QueryParams {
     return raw;
   }
 
+  /** An ISO 8601 date-time with an offset (Z or ±hh:mm), e.g. open_at. */
+  dateTime(name: string): string | undefined {
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    plusSentAsSpace(name, raw);
+    const message = `${name} must be an ISO 8601 date-time with an offset (e.g. 2026-11-22T21:30:00Z or 2026-11-22T15:30:00-06:00)`;
+    const t = DATE_TIME.exec(raw);
+    if (!t || t[7] === undefined || !validDate(t[1]!, t[2]!, t[3]!)) throw badRequest(message);
+    const [hour, minute, second] = [Number(t[4]), Number(t[5]), Number(t[6] ?? 0)];
+    const [offsetHour, offsetMinute] = [Number(t[8] ?? 0), Number(t[9] ?? 0)];
+    if (hour > 23 || minute > 59 || second > 59 || offsetHour > 14 || offsetMinute > 59) throw badRequest(message);
+    return raw;
+  }
+
+  boolean(name: string): boolean | undefined {
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    if (raw !== 'true' && raw !== 'false') throw badRequest(`${name} must be true or false`);
+    return raw === 'true';
+  }
+
+  /** A comma-separated list of allowed values (any of them), duplicates once. */
+  listOf<T extends string>(name: string, allowed: readonly T[]): T[] | undefined {
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    const items = raw.split(',').map((s) => s.trim());
+    if (items.some((i) => !(allowed as readonly string[]).includes(i))) {
+      throw badRequest(`${name} must be a comma-separated list of ${allowed.join(', ')}`);
+    }
+    return [...new Set(items)] as T[];
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {
     const raw = this.string(name);
     if (raw === undefined) return undefined;
     if (!(allowed as readonly string[]).includes(raw)) throw badRequest(`${name} must be one of ${allowed.join(', ')}`);
     return raw as T;
+  }
+}
+
+/** `2026-11-22T10:00:00 05:00`: an unencoded + arrives as a space where the offset sign belongs. */
+function plusSentAsSpace(name: string, raw: string): void {
+  if (/T\d{2}:\d{2}(:\d{2}(\.\d+)?)? \d{2}:?\d{2}$/i.test(raw)) {
+    throw badRequest(
+      `${name} holds a space where the offset sign belongs: a + in a query string must be sent as %2B (e.g. 2026-11-22T10:00:00%2B05:00)`,
+    );
   }
 }
 
@@ -114,10 +175,37 @@ function parseNumber(name: string, raw: string | undefined, rule: NumberRule): n
   return n;
 }
 
+export const PRICE_LEVELS = ['1', '2', '3', '4'] as const;
+export const STATUSES = ['closed', 'quiet', 'moderate', 'busy', 'very_busy'] as const;
+export const RATING: NumberRule = { min: 0, max: 5 };
+
+export interface BarFilters {
+  openNow: boolean | null;
+  openAt: string | null;
+  priceLevels: number[] | null;
+  minRating: number | null;
+  statuses: string[] | null;
+}
+
+/** The filters of GET bars and GET bars_by_city (decisions.md v1.1 "Filters"). */
+export function barFilters(params: QueryParams): BarFilters {
+  const openNow = params.boolean('open_now');
+  const openAt = params.dateTime('open_at');
+  if (openNow !== undefined && openAt !== undefined) throw badRequest('open_at cannot be combined with open_now');
+  return {
+    openNow: openNow ?? null,
+    openAt: openAt ?? null,
+    priceLevels: params.listOf('price_level', PRICE_LEVELS)?.map(Number) ?? null,
+    minRating: params.number('min_rating', RATING) ?? null,
+    statuses: params.listOf('status', STATUSES) ?? null,
+  };
+}
+
 /** latitude + longitude, both or neither. */
 export function position(params: QueryParams): { latitude: number; longitude: number } | undefined {
   const latitude = params.number('latitude', LATITUDE);
   const longitude = params.number('longitude', LONGITUDE);
-  if ((latitude === undefined) !== (longitude === undefined)) throw badRequest('latitude and longitude must be given together');
+  if ((latitude === undefined) !== (longitude === undefined))
+    throw badRequest('latitude and longitude must be given together');
   return latitude === undefined || longitude === undefined ? undefined : { latitude, longitude };
 }

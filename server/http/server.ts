@@ -1,14 +1,193 @@
+/**
+ * The partner listener: HTTPS when a certificate and key are configured, else
+ * plain HTTP (e.g. behind a TLS proxy), hardened at the Node level:
+ *
+ * - Answers Node gives before express (malformed request 400, headers too
+ *   large 431, request timeout 408, unknown method 405, CONNECT 405, a body
+ *   announced larger than 1 MB 413) are JSON {"error","request_id"} with
+ *   X-Request-Id and Connection: close (decisions.md "Input hygiene").
+ * - Timeouts: headers within 10 s, the whole request within 30 s, and a
+ *   socket with no traffic either way for HTTP_IDLE_TIMEOUT_MS (default 30 s)
+ *   is destroyed, so a client that never reads its answer cannot hold the
+ *   buffered body forever (slow readers).
+ * - Graceful close (drain): stop accepting, answer what was received with
+ *   Connection: close, and destroy what is left when the deadline passes.
+ */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { RequestListener } from 'node:http';
 import type { Config } from '../config';
 
-/** The partner listener: HTTPS when a certificate and key are configured, else plain HTTP (e.g. behind a TLS proxy). */
-export function createPartnerServer(config: Pick<Config, 'tls'>, app: RequestListener): http.Server {
-  if (!config.tls) return http.createServer(app);
-  return https.createServer({
-    cert: fs.readFileSync(config.tls.certFile),
-    key: fs.readFileSync(config.tls.keyFile),
-  }, app);
+export interface ServerLimits {
+  /** Destroy a socket after this long without traffic in either direction (0 = never). */
+  idleTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
+  /** Larger announced bodies are refused with 413 (the API takes no bodies). */
+  maxBodyBytes?: number;
+}
+
+export const DEFAULT_LIMITS: Required<ServerLimits> = {
+  idleTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxBodyBytes: 1_048_576,
+};
+
+/** A raw HTTP/1.1 JSON error answer for a socket express never saw; the connection closes after it. */
+export function rawJsonError(status: number, reason: string, message: string, extraHeaders = ''): string {
+  const id = randomUUID();
+  const body = JSON.stringify({ error: message, request_id: id });
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    `X-Request-Id: ${id}\r\n` +
+    extraHeaders +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/** What Node's parser error becomes: status, reason phrase, message. */
+export function clientErrorAnswer(code: string | undefined): [number, string, string] {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'Request Header Fields Too Large', 'Request header fields too large'];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'Request Timeout', 'Request timeout: the request was not received in time'];
+    case 'HPE_INVALID_METHOD':
+      return [405, 'Method Not Allowed', 'Unknown method; this API accepts GET and HEAD'];
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+    case 'HPE_INVALID_CONTENT_LENGTH':
+    case 'HPE_INVALID_TRANSFER_ENCODING':
+      return [400, 'Bad Request', 'Malformed request: invalid Content-Length or Transfer-Encoding'];
+    default:
+      return [400, 'Bad Request', 'Malformed request'];
+  }
+}
+
+export interface PartnerServer extends http.Server {
+  /**
+   * Stops accepting, marks in-flight answers Connection: close, closes
+   * keep-alive connections that stay idle for a grace period (1 s); resolves when every connection is gone, or
+   * destroys the rest after `deadlineMs`. Returns how many answers were
+   * in flight when it started and how many sockets had to be destroyed.
+   */
+  drain(deadlineMs: number): Promise<{ inFlight: number; destroyed: number }>;
+  readonly draining: boolean;
+}
+
+export function createPartnerServer(
+  config: Pick<Config, 'tls'>,
+  app: RequestListener,
+  limits: ServerLimits = {},
+): PartnerServer {
+  const l = { ...DEFAULT_LIMITS, ...limits };
+  const active = new Set<http.ServerResponse>();
+  const sockets = new Set<Duplex>();
+  let draining = false;
+
+  const listener: RequestListener = (req, res) => {
+    active.add(res);
+    res.once('close', () => active.delete(res));
+    if (draining) res.setHeader('Connection', 'close');
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > l.maxBodyBytes) {
+      res.shouldKeepAlive = false;
+      const text = rawJsonError(413, 'Content Too Large', 'Request body too large; this API takes no request body');
+      const [head = '', body = ''] = text.split('\r\n\r\n');
+      for (const line of head.split('\r\n').slice(1)) {
+        const i = line.indexOf(':');
+        res.setHeader(line.slice(0, i), line.slice(i + 2));
+      }
+      res.statusCode = 413;
+      res.end(body);
+      return;
+    }
+    app(req, res);
+  };
+
+  // How often Node checks headersTimeout / requestTimeout (default 30 s: far too coarse for a 10 s limit).
+  const checks = { connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 2))) };
+  const server = (
+    config.tls
+      ? https.createServer(
+          { ...checks, cert: fs.readFileSync(config.tls.certFile), key: fs.readFileSync(config.tls.keyFile) },
+          listener,
+        )
+      : http.createServer(checks, listener)
+  ) as PartnerServer;
+
+  server.headersTimeout = l.headersTimeoutMs;
+  server.requestTimeout = l.requestTimeoutMs;
+  server.keepAliveTimeout = l.keepAliveTimeoutMs;
+  server.timeout = l.idleTimeoutMs; // no 'timeout' listener: Node destroys the idle socket
+
+  server.on('connection', (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  if (config.tls) {
+    // TLS sockets: track the secure socket (the one requests run on).
+    server.on('secureConnection', (socket: Duplex) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
+  }
+
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, message] = clientErrorAnswer(err.code);
+    socket.end(rawJsonError(status, reason, message, status === 405 ? 'Allow: GET, HEAD\r\n' : ''));
+  });
+
+  // CONNECT is not routed to the request listener; without a listener Node just drops the socket.
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => undefined);
+    socket.end(
+      rawJsonError(
+        405,
+        'Method Not Allowed',
+        'Method CONNECT is not allowed; this API accepts GET and HEAD',
+        'Allow: GET, HEAD\r\n',
+      ),
+    );
+  });
+
+  Object.defineProperty(server, 'draining', { get: () => draining });
+  server.drain = (deadlineMs: number) => {
+    draining = true;
+    const inFlight = active.size;
+    for (const res of active) if (!res.headersSent) res.setHeader('Connection', 'close');
+    return new Promise((resolve) => {
+      let destroyed = 0;
+      const finish = () => {
+        clearTimeout(hard);
+        clearInterval(idle);
+        // http.Server.close: its own bookkeeping (the net listener is already closed).
+        server.close(() => resolve({ inFlight, destroyed }));
+      };
+      // Stop accepting, but do not drop idle keep-alive connections at once (http.Server.close
+      // would): a client may have just sent its next request on one. Busy connections close after
+      // their Connection: close answer; connections idle for the grace period are closed then.
+      net.Server.prototype.close.call(server, finish);
+      const grace = Math.min(1000, Math.floor(deadlineMs / 2));
+      const idle = setInterval(() => server.closeIdleConnections(), grace);
+      const hard = setTimeout(() => {
+        destroyed = sockets.size;
+        for (const s of sockets) s.destroy();
+      }, deadlineMs);
+    });
+  };
+  return server;
 }

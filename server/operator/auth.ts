@@ -30,10 +30,9 @@ export async function authenticateOperator(pool: Pool, req: IncomingMessage): Pr
   if (!req.headers.authorization) return { ok: false, error: 'Missing operator token' };
   const token = bearerToken(req);
   if (!token || !OPERATOR_TOKEN.test(token)) return { ok: false, error: 'Invalid operator token' };
-  const { rows } = await pool.query<OperatorIdentity>(
-    'select id, name from private.operator_by_token_hash($1)',
-    [hashToken(token)],
-  );
+  const { rows } = await pool.query<OperatorIdentity>('select id, name from private.operator_by_token_hash($1)', [
+    hashToken(token),
+  ]);
   const operator = rows[0];
   return operator ? { ok: true, operator } : { ok: false, error: 'Invalid operator token' };
 }

@@ -9,7 +9,11 @@ import { isSafeError } from 'postgraphile/grafast';
 import { GraphQLError } from 'postgraphile/graphql';
 import type { Logger } from '../log';
 
-interface PgErrorLike { code?: unknown; severity?: unknown; message: string }
+interface PgErrorLike {
+  code?: unknown;
+  severity?: unknown;
+  message: string;
+}
 
 function pgError(error: unknown): PgErrorLike | undefined {
   const e = error as PgErrorLike | null;
@@ -28,7 +32,13 @@ function isClientFacing(code: string): boolean {
 export function makeMaskError(options: { production: boolean; logger: Logger }) {
   return (error: GraphQLError): GraphQLError => {
     const rebuild = (message: string, extensions: Record<string, unknown>) =>
-      new GraphQLError(message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions });
+      new GraphQLError(message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        extensions,
+      });
     const original = error.originalError;
     if (!original || original instanceof GraphQLError) return error;
     if (isSafeError(original)) return rebuild(original.message, { ...(original.extensions ?? {}) });

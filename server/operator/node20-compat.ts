@@ -5,7 +5,11 @@
  * (reading 'items')"). That is the only Node 22 API those packages use;
  * this standard-conforming polyfill closes the gap until Node 20 is dropped.
  */
-interface Resolvers<T> { promise: Promise<T>; resolve(value: T | PromiseLike<T>): void; reject(reason?: unknown): void }
+interface Resolvers<T> {
+  promise: Promise<T>;
+  resolve(value: T | PromiseLike<T>): void;
+  reject(reason?: unknown): void;
+}
 
 if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== 'function') {
   Object.defineProperty(Promise, 'withResolvers', {

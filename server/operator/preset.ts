@@ -47,7 +47,14 @@ const QueryLimitsPlugin = (limits: QueryLimits): GraphileConfig.Plugin => ({
  * PgRBACPlugin already drops it as a field, filter and order; this also
  * drops it from aggregates, group-by and unique lookups (apiKeyByKeyHash).
  */
-const HIDDEN_COLUMN = ['-select', '-filterBy', '-orderBy', '-aggregate', '-groupBy', '-havingBy'] as GraphileBuild.BehaviorString[];
+const HIDDEN_COLUMN = [
+  '-select',
+  '-filterBy',
+  '-orderBy',
+  '-aggregate',
+  '-groupBy',
+  '-havingBy',
+] as GraphileBuild.BehaviorString[];
 const HIDDEN_UNIQUE = ['-single', '-update', '-delete'] as GraphileBuild.BehaviorString[];
 const UnselectableColumnsPlugin: GraphileConfig.Plugin = {
   name: 'OperatorUnselectableColumnsPlugin',
@@ -69,7 +76,8 @@ const UnselectableColumnsPlugin: GraphileConfig.Plugin = {
         inferred: {
           after: ['postInferred'],
           callback(behavior, [resource, unique]) {
-            const attributes = resource.codec.attributes as Record<string, { extensions?: { canSelect?: boolean } }> | undefined;
+            const attributes = resource.codec.attributes as
+              Record<string, { extensions?: { canSelect?: boolean } }> | undefined;
             const hidden = unique.attributes.some((name) => attributes?.[name]?.extensions?.canSelect === false);
             return hidden ? [behavior, ...HIDDEN_UNIQUE] : behavior;
           },
@@ -88,7 +96,9 @@ export function makeOperatorPreset(options: OperatorPresetOptions): GraphileConf
         pool: options.pool,
         schemas: ['admin'],
         pubsub: false,
-        pgSettingsForIntrospection: { role: OPERATOR_ROLE },
+        // Introspection is one trusted query at start: not bound by the per-request statement
+        // timeout (on a loaded machine it can take longer than a short one).
+        pgSettingsForIntrospection: { role: OPERATOR_ROLE, statement_timeout: '60000' },
         pgSettings(requestContext) {
           const operator = requestContext.node ? options.operatorOf(requestContext.node.req) : undefined;
           // The HTTP layer refuses unauthenticated requests; this is the second lock.

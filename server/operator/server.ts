@@ -14,6 +14,8 @@ import type { Config } from '../config';
 import { createPool } from '../db/pools';
 import { isDatabaseUnavailable } from '../http/errors';
 import type { Logger } from '../log';
+import { metricsText } from '../metrics';
+import { DEFAULT_MAX_RESPONSE_BYTES, limitResponseSize } from './response-limit';
 import { authenticateOperator, type OperatorIdentity } from './auth';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, makeOperatorPreset, OPERATOR_ROLE } from './preset';
 import type { QueryLimits } from './limits';
@@ -24,6 +26,10 @@ export interface OperatorServerOptions {
   logger: Logger;
   statementTimeoutMs?: number;
   limits?: QueryLimits;
+  /** Answers larger than this are refused (default 10 MB, OPERATOR_MAX_RESPONSE_BYTES). */
+  maxResponseBytes?: number;
+  /** GET /metrics text (default: this process's registry; the primary aggregates its workers). */
+  metrics?: () => Promise<{ contentType: string; body: string }>;
 }
 
 export interface OperatorServer {
@@ -34,10 +40,20 @@ export interface OperatorServer {
 }
 
 const RURU_STATIC_PREFIX = '/ruru-static/';
+export const METRICS_PATH = '/metrics';
 
-function sendJson(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): void {
   const payload = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(payload), ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(payload),
+    ...headers,
+  });
   res.end(payload);
 }
 
@@ -52,14 +68,16 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
     statementTimeoutMs,
   });
   const operators = new WeakMap<IncomingMessage, OperatorIdentity>();
-  const pgl = postgraphile(makeOperatorPreset({
-    pool,
-    logger,
-    production,
-    operatorOf: (req) => operators.get(req),
-    statementTimeoutMs,
-    limits: options.limits,
-  }));
+  const pgl = postgraphile(
+    makeOperatorPreset({
+      pool,
+      logger,
+      production,
+      operatorOf: (req) => operators.get(req),
+      statementTimeoutMs,
+      limits: options.limits,
+    }),
+  );
   // Releases the grafserv instance too.
   const release = async () => {
     await pgl.release();
@@ -82,17 +100,27 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
     const started = process.hrtime.bigint();
     res.setHeader('X-Request-Id', requestId);
     res.on('finish', () => {
-      logger.info({
-        requestId,
-        method: req.method,
-        path: req.url?.split('?')[0],
-        status: res.statusCode,
-        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
-        operatorId: operators.get(req)?.id,
-      }, 'operator request');
+      logger.info(
+        {
+          requestId,
+          method: req.method,
+          path: req.url?.split('?')[0],
+          status: res.statusCode,
+          durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+          operatorId: operators.get(req)?.id,
+        },
+        'operator request',
+      );
     });
     const fail = (status: number, error: string, headers?: Record<string, string>) =>
       sendJson(res, status, { error, request_id: requestId }, headers);
+    limitResponseSize(res, options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, (bytes) => ({
+      status: 400,
+      body: JSON.stringify({
+        error: `The answer (${bytes} bytes) exceeds the maximum of ${options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES} bytes; select fewer fields or paginate`,
+        request_id: requestId,
+      }),
+    }));
     const next = (err?: unknown) => {
       if (!err) return fail(404, 'Not found');
       logger.error({ requestId, err }, 'operator request failed');
@@ -106,19 +134,42 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
       handleGraphQL(req, res, next);
       return;
     }
+    if (path === METRICS_PATH) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return fail(405, 'Method not allowed', { Allow: 'GET, HEAD' });
+      authenticateOperator(pool, req)
+        .then(
+          async (auth) => {
+            if (!auth.ok) return fail(401, auth.error, { 'WWW-Authenticate': 'Bearer' });
+            operators.set(req, auth.operator);
+            const { contentType, body } = await (options.metrics ?? metricsText)();
+            res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store' });
+            res.end(req.method === 'HEAD' ? undefined : body);
+          },
+          (err: unknown) => {
+            if (isDatabaseUnavailable(err))
+              return fail(503, 'Service temporarily unavailable, please retry', { 'Retry-After': '5' });
+            next(err);
+          },
+        )
+        .catch(next);
+      return;
+    }
     if (path !== GRAPHQL_PATH) return fail(404, 'Not found');
 
-    authenticateOperator(pool, req).then((auth) => {
-      if (!auth.ok) return fail(401, auth.error, { 'WWW-Authenticate': 'Bearer' });
-      operators.set(req, auth.operator);
-      handleGraphQL(req, res, next);
-    }, (err: unknown) => {
-      if (isDatabaseUnavailable(err)) {
-        logger.warn({ requestId, err: { message: (err as Error).message } }, 'database unavailable');
-        return fail(503, 'Service temporarily unavailable, please retry', { 'Retry-After': '5' });
-      }
-      next(err);
-    });
+    authenticateOperator(pool, req).then(
+      (auth) => {
+        if (!auth.ok) return fail(401, auth.error, { 'WWW-Authenticate': 'Bearer' });
+        operators.set(req, auth.operator);
+        handleGraphQL(req, res, next);
+      },
+      (err: unknown) => {
+        if (isDatabaseUnavailable(err)) {
+          logger.warn({ requestId, err: { message: (err as Error).message } }, 'database unavailable');
+          return fail(503, 'Service temporarily unavailable, please retry', { 'Retry-After': '5' });
+        }
+        next(err);
+      },
+    );
   });
 
   try {
@@ -140,11 +191,12 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
   return {
     server,
     url: `http://${host}:${port}`,
-    close: () => (closing ??= (async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
-      await release();
-    })()),
+    close: () =>
+      (closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        await closed;
+        await release();
+      })()),
   };
 }

@@ -1,53 +1,82 @@
 /**
- * Per-key, per-plan rate limits: one express-rate-limit instance per bucket
- * (minute, day, month), each counting in a UTC-aligned window (store.ts).
+ * Per-key, per-plan rate limits: ONE express-rate-limit instance for the three
+ * buckets (minute, day, month), whose store evaluates all of them — and counts
+ * the request's usage — in one Redis round trip (buckets.ts).
  *
- * - A bucket the plan leaves unlimited is skipped (not counted).
- * - A request rejected with 429 counts against no bucket: every limiter
- *   decrements its count again when the response is a 429 (skipFailedRequests
- *   with "failed" meaning 429), so a minute rejection does not consume the
- *   day, and a day rejection gives the minute its request back.
- * - X-RateLimit-* headers (general triple and one triple per bucket) are set
- *   here on every authenticated response, 429 included; the library adds the
- *   IETF draft-8 RateLimit / RateLimit-Policy headers for limited buckets.
+ * express-rate-limit's Store interface is one counter per call
+ * (`increment(key)` → one count), so one limiter per bucket meant one Redis
+ * round trip per bucket. Here the library keeps its job (skip/key/limit
+ * plumbing, the request property, the 429 handler call, its validations) and
+ * the store returns, as "the" count, the count of the deciding bucket: the
+ * bucket that refused the request, else the limited bucket with the fewest
+ * remaining (the general triple). `limit(req, res)` (called by the library
+ * after `increment`) returns that same bucket's limit, so the library's
+ * `totalHits > limit` is exactly the script's decision. The full outcome (every
+ * bucket) is on res.locals.rateLimit.outcome; the headers are written here.
+ *
+ * - A bucket the plan leaves unlimited is not counted.
+ * - A request rejected with 429 counts against no bucket (the script
+ *   increments nothing when a bucket is full).
+ * - X-RateLimit-* (general triple and one triple per bucket) and the IETF
+ *   draft-8 RateLimit / RateLimit-Policy items (one per limited bucket, in the
+ *   library's format) on every authenticated response, 429 included.
+ * - res.locals.rateLimit.refund() un-counts the request in every bucket and in
+ *   usage (a 304 counts against no bucket).
  */
+import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type RateLimitInfo, type RateLimitRequestHandler } from 'express-rate-limit';
 import { sendError } from '../http/errors';
 import type { Logger } from '../log';
+import { rateLimitRejections } from '../metrics';
 import type { RedisClient } from '../redis';
+import type { RedisBreaker } from './breaker';
+import {
+  defineBucketsCommand,
+  evaluateShared,
+  LocalBuckets,
+  windowsAt,
+  type Outcome,
+  type PlanLimits,
+  type Windows,
+} from './buckets';
 import { AlignedStore } from './store';
-import { BUCKETS, NOMINAL_WINDOW_MS, windowEnd, windowStart, type Bucket } from './windows';
+import { BUCKETS, NOMINAL_WINDOW_MS, windowStart, type Bucket } from './windows';
 
-/** A plan's limits; null = unlimited. */
-export type PlanLimits = Record<Bucket, number | null>;
+export type { PlanLimits } from './buckets';
 
 export interface RateLimitContext {
   keyId: string;
   limits: PlanLimits;
+  /** The usage field (endpoint) counted with the request in Redis. */
+  endpoint?: string;
+  windows?: Windows;
+  outcome?: Outcome;
+  /** Set once refund() ran. */
+  refunded?: boolean;
+  /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
+  refund?: () => Promise<void>;
 }
 
 export interface LimiterOptions {
   redis?: RedisClient;
+  /** Budget + circuit breaker around every Redis call (required with redis). */
+  breaker?: RedisBreaker;
   redisPrefix: string;
   logger: Logger;
+  /** The endpoint (route pattern) of a request before routing, for usage counted in Redis. */
+  endpointOf: (req: Request) => string;
 }
 
 export const FAILED_AUTH_LIMIT = 30;
-
-const infoProperty = (bucket: Bucket) => `rateLimit_${bucket}`;
 
 /** The rate-limit context the guard put on the response (res.locals.rateLimit). */
 export function rateLimitContext(res: Response): RateLimitContext {
   return res.locals.rateLimit as RateLimitContext;
 }
 
-function bucketInfo(req: Request, bucket: Bucket): RateLimitInfo | undefined {
-  return (req as unknown as Record<string, RateLimitInfo | undefined>)[infoProperty(bucket)];
-}
-
-function secondsUntil(time: Date | undefined): number {
-  return Math.max(1, Math.ceil(((time?.getTime() ?? Date.now()) - Date.now()) / 1000));
+function secondsUntil(time: number): number {
+  return Math.max(1, Math.ceil((time - Date.now()) / 1000));
 }
 
 function libraryLogger(logger: Logger) {
@@ -57,43 +86,133 @@ function libraryLogger(logger: Logger) {
   };
 }
 
-interface Triple { limit: number; remaining: number; reset: number }
+interface Triple {
+  limit: number;
+  remaining: number;
+  reset: number;
+}
+
+/** The bucket whose count the library sees: the refusing one, else the limited one with the fewest left. */
+function deciding(ctx: RateLimitContext): Bucket | undefined {
+  const o = ctx.outcome!;
+  if (o.rejectedBy) return o.rejectedBy;
+  let best: Bucket | undefined;
+  let fewest = Infinity;
+  for (const b of BUCKETS) {
+    const limit = ctx.limits[b];
+    if (limit === null) continue;
+    const left = limit - o.used[b];
+    if (left < fewest) {
+      fewest = left;
+      best = b;
+    }
+  }
+  return best;
+}
+
+/**
+ * The library's store: `increment(key)` evaluates the three buckets of the
+ * request registered under `key` by the key generator, in one round trip.
+ */
+class ThreeBucketStore {
+  readonly localKeys: boolean;
+  readonly prefix: string;
+  readonly pending = new Map<string, RateLimitContext>();
+  readonly local = new LocalBuckets();
+
+  constructor(private readonly options: LimiterOptions) {
+    this.localKeys = !options.redis;
+    this.prefix = options.redisPrefix;
+    if (options.redis) defineBucketsCommand(options.redis);
+  }
+
+  async increment(key: string): Promise<{ totalHits: number; resetTime: Date }> {
+    const ctx = this.pending.get(key)!;
+    this.pending.delete(key);
+    ctx.outcome = await this.evaluate(ctx, 'hit');
+    const b = deciding(ctx);
+    if (!b) return { totalHits: 1, resetTime: new Date(ctx.windows!.end.minute) };
+    const limit = ctx.limits[b]!;
+    const totalHits = ctx.outcome.rejectedBy ? limit + 1 : ctx.outcome.used[b];
+    return { totalHits, resetTime: new Date(ctx.windows!.end[b]) };
+  }
+
+  async evaluate(ctx: RateLimitContext, op: 'hit' | 'refund', shared = true): Promise<Outcome> {
+    const { redis, breaker, redisPrefix, logger } = this.options;
+    const w = ctx.windows!;
+    if (redis && breaker && shared && !breaker.available) breaker.noteFallback();
+    else if (redis && breaker && shared) {
+      try {
+        return await breaker.run(() => evaluateShared(redis, redisPrefix, ctx.keyId, ctx.limits, w, ctx.endpoint!, op));
+      } catch (err) {
+        logger.warn(
+          { err: { message: (err as Error).message } },
+          'Redis rate-limit evaluation failed; counting in process',
+        );
+      }
+    }
+    return this.local.evaluate(ctx.keyId, ctx.limits, w, op);
+  }
+
+  // The script never counts a refused request, so there is nothing to give back.
+  decrement(): void {}
+  resetKey(): void {}
+  shutdown(): void {
+    this.local.shutdown();
+  }
+}
 
 export class PartnerRateLimits {
-  private readonly limiters: Record<Bucket, RateLimitRequestHandler>;
-  private readonly stores: AlignedStore[] = [];
+  private readonly limiter: RateLimitRequestHandler;
+  private readonly store: ThreeBucketStore;
+  private readonly stores: { shutdown(): void }[] = [];
+  private seq = 0;
   readonly failedAuth: RateLimitRequestHandler;
 
-  constructor(options: LimiterOptions) {
-    const store = (bucket: Bucket, prefix = options.redisPrefix) => {
-      const s = new AlignedStore({ bucket, redis: options.redis, prefix, logger: options.logger });
-      this.stores.push(s);
-      return s;
-    };
-    const limiter = (bucket: Bucket) => rateLimit({
-      windowMs: NOMINAL_WINDOW_MS[bucket],
-      limit: (_req, res) => rateLimitContext(res).limits[bucket] ?? Number.MAX_SAFE_INTEGER,
-      skip: (_req, res) => rateLimitContext(res).limits[bucket] === null,
-      keyGenerator: (_req, res) => `${windowStart(bucket, Date.now())}:${rateLimitContext(res).keyId}`,
-      identifier: bucket,
-      requestPropertyName: infoProperty(bucket),
-      standardHeaders: 'draft-8',
-      legacyHeaders: false,
-      retryAfter: (req) => secondsUntil(bucketInfo(req, bucket)?.resetTime),
-      skipFailedRequests: true,
-      requestWasSuccessful: (_req, res) => res.statusCode !== 429,
-      handler: async (req, res) => {
-        await this.writeHeaders(req, res, bucket);
-        const info = bucketInfo(req, bucket)!;
-        sendError(res, 429, 'Rate limit exceeded', { limit: info.limit, period: bucket });
+  constructor(private readonly options: LimiterOptions) {
+    this.store = new ThreeBucketStore(options);
+    this.stores.push(this.store);
+    this.limiter = rateLimit({
+      windowMs: NOMINAL_WINDOW_MS.minute,
+      keyGenerator: (req, res) => {
+        const ctx = rateLimitContext(res);
+        ctx.windows = windowsAt(Date.now());
+        ctx.endpoint = options.endpointOf(req);
+        const key = `${ctx.keyId}#${(this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER)}`;
+        this.store.pending.set(key, ctx);
+        ctx.refund = () => this.refund(ctx, res);
+        return key;
       },
-      store: store(bucket),
+      limit: (_req, res) => {
+        const ctx = rateLimitContext(res);
+        const b = deciding(ctx);
+        return b ? ctx.limits[b]! : Number.MAX_SAFE_INTEGER;
+      },
+      requestPropertyName: 'rateLimit_buckets',
+      standardHeaders: false,
+      legacyHeaders: false,
+      handler: (_req, res) => {
+        const ctx = rateLimitContext(res);
+        const bucket = ctx.outcome!.rejectedBy!;
+        rateLimitRejections.inc({ bucket });
+        this.writeHeaders(res);
+        res.setHeader('Retry-After', String(secondsUntil(ctx.windows!.end[bucket])));
+        sendError(res, 429, 'Rate limit exceeded', { limit: ctx.limits[bucket], period: bucket });
+      },
+      store: this.store,
       logger: libraryLogger(options.logger),
     });
-    this.limiters = { minute: limiter('minute'), day: limiter('day'), month: limiter('month') };
 
     // More than 30 failed authentications a minute from one address: 429.
     // Run by the guard on the failure path only, so valid keys are unaffected.
+    const failedStore = new AlignedStore({
+      bucket: 'minute',
+      redis: options.redis,
+      breaker: options.breaker,
+      prefix: `${options.redisPrefix}failed-auth:`,
+      logger: options.logger,
+    });
+    this.stores.push(failedStore);
     this.failedAuth = rateLimit({
       windowMs: NOMINAL_WINDOW_MS.minute,
       limit: FAILED_AUTH_LIMIT,
@@ -103,53 +222,59 @@ export class PartnerRateLimits {
       legacyHeaders: false,
       handler: (req, res) => {
         const info = (req as unknown as Record<string, RateLimitInfo>).rateLimit_failedAuth;
-        res.setHeader('Retry-After', String(secondsUntil(info?.resetTime)));
+        rateLimitRejections.inc({ bucket: 'failed_auth' });
+        res.setHeader('Retry-After', String(secondsUntil(info?.resetTime?.getTime() ?? Date.now())));
         sendError(res, 429, 'Rate limit exceeded', { limit: FAILED_AUTH_LIMIT, period: 'minute' });
       },
-      store: store('minute', `${options.redisPrefix}failed-auth:`),
+      store: failedStore,
       logger: libraryLogger(options.logger),
     });
   }
 
-  /** The bucket limiters in order, then the header writer; all after authentication. */
+  /** The limiter, then the header writer; after authentication. */
   get handlers(): RequestHandler[] {
-    const setHeaders: RequestHandler = (req, res, next) => {
-      this.writeHeaders(req, res).then(() => next(), next);
+    const setHeaders: RequestHandler = (_req, res, next) => {
+      this.writeHeaders(res);
+      next();
     };
-    return [this.limiters.minute, this.limiters.day, this.limiters.month, setHeaders];
+    return [this.limiter, setHeaders];
   }
 
-  /** What each bucket has used in this request's windows (limited buckets that were counted). */
-  counted(req: Request): { bucket: Bucket; info: RateLimitInfo }[] {
+  /** Limited buckets counted for this request (for usage alerts); none when refused or refunded. */
+  counted(res: Response): { bucket: Bucket; used: number; limit: number; resetTime: Date }[] {
+    const ctx = rateLimitContext(res);
+    if (!ctx?.outcome || ctx.outcome.rejectedBy || ctx.refunded) return [];
     return BUCKETS.flatMap((bucket) => {
-      const info = bucketInfo(req, bucket);
-      return info ? [{ bucket, info }] : [];
+      const limit = ctx.limits[bucket];
+      return limit === null
+        ? []
+        : [{ bucket, used: ctx.outcome!.used[bucket], limit, resetTime: new Date(ctx.windows!.end[bucket]) }];
     });
   }
 
-  /**
-   * X-RateLimit-* for every bucket. On a 429 (`rejectedBy`) buckets counted
-   * before it get their request back (it will be decremented), and buckets
-   * after it, not counted, are read from their store.
-   */
-  private async writeHeaders(req: Request, res: Response, rejectedBy?: Bucket): Promise<void> {
-    const { limits, keyId } = rateLimitContext(res);
-    const now = Date.now();
+  private async refund(ctx: RateLimitContext, res: Response): Promise<void> {
+    if (ctx.refunded || !ctx.outcome || ctx.outcome.rejectedBy) return;
+    ctx.refunded = true;
+    // Given back where it was counted (a refund never moves to Redis if the hit was counted in process).
+    const after = await this.store.evaluate(ctx, 'refund', ctx.outcome.shared);
+    for (const b of BUCKETS) if (ctx.limits[b] !== null) ctx.outcome.used[b] = after.used[b];
+    this.writeHeaders(res); // the answer (e.g. a 304) shows the counts without it
+  }
+
+  /** X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome. */
+  private writeHeaders(res: Response): void {
+    if (res.headersSent) return;
+    const ctx = rateLimitContext(res);
+    const o = ctx.outcome!;
+    const w = ctx.windows!;
     const triples = {} as Record<Bucket, Triple>;
     for (const bucket of BUCKETS) {
-      const start = windowStart(bucket, now);
-      const limit = limits[bucket];
-      const info = bucketInfo(req, bucket);
-      const reset = Math.ceil((info?.resetTime?.getTime() ?? windowEnd(bucket, start)) / 1000);
-      if (limit === null) {
-        triples[bucket] = { limit: -1, remaining: -1, reset };
-      } else if (info) {
-        const giveBack = rejectedBy && bucket !== rejectedBy ? 1 : 0;
-        triples[bucket] = { limit, remaining: Math.min(limit, info.remaining + giveBack), reset };
-      } else {
-        const used = (await this.limiters[bucket].getKey(`${start}:${keyId}`))?.totalHits ?? 0;
-        triples[bucket] = { limit, remaining: Math.max(0, limit - used), reset };
-      }
+      const limit = ctx.limits[bucket];
+      const reset = Math.ceil(w.end[bucket] / 1000);
+      triples[bucket] =
+        limit === null
+          ? { limit: -1, remaining: -1, reset }
+          : { limit, remaining: Math.max(0, limit - o.used[bucket]), reset };
     }
     let general: Triple = triples.minute;
     let fewest = Infinity;
@@ -160,7 +285,6 @@ export class PartnerRateLimits {
         general = t;
       }
     }
-    if (res.headersSent) return;
     const set = (suffix: string, t: Triple) => {
       res.setHeader(`X-RateLimit-Limit${suffix}`, String(t.limit));
       res.setHeader(`X-RateLimit-Remaining${suffix}`, String(t.remaining));
@@ -170,6 +294,23 @@ export class PartnerRateLimits {
     set('-Minute', triples.minute);
     set('-Day', triples.day);
     set('-Month', triples.month);
+    // IETF draft-8, as express-rate-limit writes it (one item per limited bucket).
+    const rl: string[] = [];
+    const policy: string[] = [];
+    for (const bucket of BUCKETS) {
+      const t = triples[bucket];
+      if (t.limit === -1) continue;
+      const pk = Buffer.from(
+        createHash('sha256').update(`${w.start[bucket]}:${ctx.keyId}`).digest('hex').slice(0, 12),
+      ).toString('base64');
+      const t2 = Math.max(0, Math.ceil((w.end[bucket] - Date.now()) / 1000));
+      rl.push(`"${bucket}"; r=${t.remaining}; t=${t2}`);
+      policy.push(`"${bucket}"; q=${t.limit}; w=${Math.ceil(NOMINAL_WINDOW_MS[bucket] / 1000)}; pk=:${pk}:`);
+    }
+    if (rl.length) {
+      res.setHeader('RateLimit', rl.join(', '));
+      res.setHeader('RateLimit-Policy', policy.join(', '));
+    }
   }
 
   async close(): Promise<void> {

@@ -9,16 +9,22 @@
  *   The library's MemoryStore resets relative to the first hit and sweeps with
  *   setInterval(windowMs), which overflows for a month-long window.
  * - AlignedStore: counts in Redis through rate-limit-redis's RedisStore while
- *   Redis is ready; when Redis fails it counts in process (per instance) and
- *   goes back to Redis as soon as it is ready again.
+ *   Redis is available (breaker.ts: per-request budget, circuit breaker); when
+ *   Redis fails it counts in process (per instance) and goes back to Redis as
+ *   soon as it is available again. Used by the failed-authentication limit
+ *   (one bucket: one round trip, only on the failure path); the partner
+ *   buckets are evaluated together by limiters.ts + buckets.ts.
  */
 import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'express-rate-limit';
 import { RedisStore } from 'rate-limit-redis';
 import type { Logger } from '../log';
+import { Cluster } from 'ioredis';
 import { redisReady, type RedisClient } from '../redis';
+import type { RedisBreaker } from './breaker';
 import { windowEnd, type Bucket } from './windows';
 
-const DECREMENT_IF_EXISTS = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
+const DECREMENT_IF_EXISTS =
+  "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0";
 
 function windowOf(key: string): number {
   return Number(key.slice(0, key.indexOf(':')));
@@ -78,6 +84,7 @@ export interface AlignedStoreOptions {
   bucket: Bucket;
   /** Absent: in-process counting only. */
   redis?: RedisClient;
+  breaker?: RedisBreaker;
   /** Redis key prefix (tests use a unique one). */
   prefix: string;
   logger: Logger;
@@ -96,10 +103,24 @@ export class AlignedStore implements Store {
     this.localKeys = !opts.redis;
     if (opts.redis) {
       const redis = opts.redis;
-      this.shared = new RedisStore({
-        prefix: this.prefix,
-        sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<never>,
-      });
+      this.shared =
+        redis instanceof Cluster
+          ? new RedisStore({
+              prefix: this.prefix,
+              // Scripts are loaded on every master (EVALSHA goes to the key's node).
+              sendCommandCluster: async ({ command }) => {
+                const [name, ...args] = command as [string, ...string[]];
+                if (name.toUpperCase() === 'SCRIPT') {
+                  const shas = await Promise.all(redis.nodes('master').map((n) => n.call(name, ...args)));
+                  return shas[0] as never;
+                }
+                return redis.call(name, ...args) as Promise<never>;
+              },
+            })
+          : new RedisStore({
+              prefix: this.prefix,
+              sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<never>,
+            });
       // The store loads its Lua scripts in init(); if Redis was down then (or
       // restarted since), load them again whenever the connection is ready.
       redis.on('ready', () => this.initShared());
@@ -113,11 +134,20 @@ export class AlignedStore implements Store {
 
   private initShared(): void {
     if (!this.shared || !this.options || !redisReady(this.opts.redis!)) return;
-    this.shared.init(this.options).catch((err: Error) => this.opts.logger.debug({ err: { message: err.message } }, 'rate-limit script load failed'));
+    this.shared
+      .init(this.options)
+      .catch((err: Error) =>
+        this.opts.logger.debug({ err: { message: err.message } }, 'rate-limit script load failed'),
+      );
   }
 
   private useShared(): boolean {
-    return this.shared !== undefined && redisReady(this.opts.redis!);
+    if (this.shared === undefined) return false;
+    return this.opts.breaker ? this.opts.breaker.available : redisReady(this.opts.redis!);
+  }
+
+  private run<T>(call: () => Promise<T>): Promise<T> {
+    return this.opts.breaker ? this.opts.breaker.run(call) : call();
   }
 
   private aligned(key: string, hits: number): IncrementResponse {
@@ -127,9 +157,12 @@ export class AlignedStore implements Store {
   async increment(key: string): Promise<IncrementResponse> {
     if (this.useShared()) {
       try {
-        return this.aligned(key, (await this.shared!.increment(key)).totalHits);
+        return this.aligned(key, (await this.run(() => this.shared!.increment(key))).totalHits);
       } catch (err) {
-        this.opts.logger.warn({ err: { message: (err as Error).message }, bucket: this.opts.bucket }, 'Redis increment failed; counting in process');
+        this.opts.logger.warn(
+          { err: { message: (err as Error).message }, bucket: this.opts.bucket },
+          'Redis increment failed; counting in process',
+        );
       }
     }
     return this.local.increment(key);
@@ -138,7 +171,7 @@ export class AlignedStore implements Store {
   async get(key: string): Promise<ClientRateLimitInfo | undefined> {
     if (this.useShared()) {
       try {
-        const info = await this.shared!.get(key);
+        const info = await this.run(() => this.shared!.get(key));
         return info && info.totalHits > 0 ? this.aligned(key, info.totalHits) : undefined;
       } catch {
         // fall through to the local count
@@ -154,7 +187,7 @@ export class AlignedStore implements Store {
   async decrement(key: string): Promise<void> {
     if (this.useShared()) {
       try {
-        await this.opts.redis!.eval(DECREMENT_IF_EXISTS, 1, this.shared!.prefixKey(key));
+        await this.run(() => this.opts.redis!.eval(DECREMENT_IF_EXISTS, 1, this.shared!.prefixKey(key)));
         return;
       } catch {
         // fall through

@@ -36,7 +36,10 @@ export function threshold(limit: number, share: number): number {
 export class UsageAlerts {
   private readonly inFlight = new Set<Promise<unknown>>();
 
-  constructor(private readonly pool: Pool, private readonly logger: Logger) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly logger: Logger,
+  ) {}
 
   /** Called when a request was served, with the counts it brought its buckets to. */
   check(identity: { keyId: string; subscriberId: string }, uses: BucketUse[]): void {
@@ -51,18 +54,38 @@ export class UsageAlerts {
     }
   }
 
-  private async record(identity: { keyId: string; subscriberId: string }, use: BucketUse, start: number, level: AlertLevel) {
+  private async record(
+    identity: { keyId: string; subscriberId: string },
+    use: BucketUse,
+    start: number,
+    level: AlertLevel,
+  ) {
     try {
       const { rows } = await this.pool.query<{ created: boolean }>(
         'select api.record_usage_alert($1, $2, $3, $4, $5, $6) as created',
-        [identity.keyId, use.bucket, new Date(start), level, use.used, use.limit]);
+        [identity.keyId, use.bucket, new Date(start), level, use.used, use.limit],
+      );
       if (rows[0]?.created) {
-        this.logger.warn({ alert: { level, bucket: use.bucket, windowStart: new Date(start).toISOString(), used: use.used,
-          limit: use.limit, keyId: identity.keyId, subscriberId: identity.subscriberId } }, 'usage alert');
+        this.logger.warn(
+          {
+            alert: {
+              level,
+              bucket: use.bucket,
+              windowStart: new Date(start).toISOString(),
+              used: use.used,
+              limit: use.limit,
+              keyId: identity.keyId,
+              subscriberId: identity.subscriberId,
+            },
+          },
+          'usage alert',
+        );
       }
     } catch (err) {
-      this.logger.error({ err: { message: (err as Error).message }, level, bucket: use.bucket, keyId: identity.keyId },
-        'could not record a usage alert');
+      this.logger.error(
+        { err: { message: (err as Error).message }, level, bucket: use.bucket, keyId: identity.keyId },
+        'could not record a usage alert',
+      );
     }
   }
 

@@ -25,9 +25,20 @@ export class UsageRecorder {
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly pool: Pool, private readonly logger: Logger, flushEveryMs = 5000) {
+  constructor(
+    private readonly pool: Pool,
+    private readonly logger: Logger,
+    flushEveryMs = 5000,
+  ) {
     this.timer = setInterval(() => void this.flush(), flushEveryMs);
     this.timer.unref();
+  }
+
+  /** Requests counted in memory and not yet written (what a shutdown flush writes). */
+  get pendingRequests(): number {
+    let n = 0;
+    for (const c of this.counts.values()) n += c.requests + c.rate_limited;
+    return n;
   }
 
   record(keyId: string, endpoint: string, rateLimited: boolean, at = new Date()): void {
@@ -35,7 +46,11 @@ export class UsageRecorder {
     const day = iso.slice(0, 10);
     const id = `${day}|${keyId}|${endpoint}`;
     let counter = this.counts.get(id);
-    if (!counter) this.counts.set(id, (counter = { day, key_id: keyId, endpoint, requests: 0, rate_limited: 0, last_used_at: iso }));
+    if (!counter)
+      this.counts.set(
+        id,
+        (counter = { day, key_id: keyId, endpoint, requests: 0, rate_limited: 0, last_used_at: iso }),
+      );
     if (rateLimited) counter.rate_limited++;
     else counter.requests++;
     if (iso > counter.last_used_at) counter.last_used_at = iso;
@@ -64,7 +79,10 @@ export class UsageRecorder {
           this.counts.set(id, c);
         }
       }
-      this.logger.warn({ err: { message: (err as Error).message }, pending: this.counts.size }, 'usage flush failed; will retry');
+      this.logger.warn(
+        { err: { message: (err as Error).message }, pending: this.counts.size },
+        'usage flush failed; will retry',
+      );
     }
   }
 

@@ -68,7 +68,8 @@ describe('database unavailable', () => {
     expect((await get(app, `${P}/test_endpoint`)).status).toBe(200);
 
     await proxy.cut();
-    for (let i = 0; i < 3; i++) { // the broken idle connection, then refused connects
+    for (let i = 0; i < 3; i++) {
+      // the broken idle connection, then refused connects
       const res = await get(app, `${P}/bars`, { 'X-Request-Id': `down-${i}` });
       expect(res.status).toBe(503);
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);

@@ -51,7 +51,15 @@ describe('GET bars and bars/:id', () => {
   test('without filters: by name, then id (stable), every bar in the list form', async () => {
     const res = await get(app, `${P}/bars`);
     const bars = res.body.bars as { id: string; name: string }[];
-    expect(bars.map((b) => b.name)).toEqual(['Center', 'Far Away', 'Half Mile', 'Inside 0.999', 'Outside 1.001', 'Twin', 'Twin']);
+    expect(bars.map((b) => b.name)).toEqual([
+      'Center',
+      'Far Away',
+      'Half Mile',
+      'Inside 0.999',
+      'Outside 1.001',
+      'Twin',
+      'Twin',
+    ]);
     expect(bars.filter((b) => b.name === 'Twin').map((b) => b.id)).toEqual([String(ids.twinA), String(ids.twinB)]);
   });
 
@@ -60,19 +68,33 @@ describe('GET bars and bars/:id', () => {
   });
 
   test('radius: a bar just inside the boundary is in, one just outside is out; nearest first', async () => {
-    expect(await names(`?latitude=${center.latitude}&longitude=${center.longitude}&radius=1`))
-      .toEqual(['Center', 'Half Mile', 'Inside 0.999']);
+    expect(await names(`?latitude=${center.latitude}&longitude=${center.longitude}&radius=1`)).toEqual([
+      'Center',
+      'Half Mile',
+      'Inside 0.999',
+    ]);
   });
 
   test('latitude and longitude alone: every bar, nearest first', async () => {
     const res = await get(app, `${P}/bars?latitude=${center.latitude}&longitude=${center.longitude}`);
-    expect(res.body.bars.map((b: { id: string }) => Number(b.id)))
-      .toEqual([ids.center, ids.half, ids.inside, ids.outside, ids.twinB, ids.twinA, ids.far]);
+    expect(res.body.bars.map((b: { id: string }) => Number(b.id))).toEqual([
+      ids.center,
+      ids.half,
+      ids.inside,
+      ids.outside,
+      ids.twinB,
+      ids.twinA,
+      ids.far,
+    ]);
   });
 
   test('the radius is in miles: 1.002 miles takes the bar at 1.001', async () => {
-    expect(await names(`?latitude=${center.latitude}&longitude=${center.longitude}&radius=1.002&limit=250`))
-      .toEqual(['Center', 'Half Mile', 'Inside 0.999', 'Outside 1.001']);
+    expect(await names(`?latitude=${center.latitude}&longitude=${center.longitude}&radius=1.002&limit=250`)).toEqual([
+      'Center',
+      'Half Mile',
+      'Inside 0.999',
+      'Outside 1.001',
+    ]);
   });
 
   test('bounding box: corners in either order give the same bars', async () => {
@@ -95,7 +117,10 @@ describe('GET bars and bars/:id', () => {
   });
 
   test('ids combine with other filters', async () => {
-    expect(await names(`?ids=${ids.far},${ids.half},${ids.center}&category=dive-bar`)).toEqual(['Far Away', 'Half Mile']);
+    expect(await names(`?ids=${ids.far},${ids.half},${ids.center}&category=dive-bar`)).toEqual([
+      'Far Away',
+      'Half Mile',
+    ]);
   });
 
   test('category: bars with that category slug; an unknown slug matches nothing', async () => {
@@ -108,13 +133,27 @@ describe('GET bars and bars/:id', () => {
     const res = await get(app, `${P}/bars?ids=${ids.half}`);
     const bar = res.body.bars[0];
     expect(bar).toEqual({
-      id: String(ids.half), name: 'Half Mile', address: '1 Main St', city: 'Austin', state: 'TX', zip_code: null,
-      latitude: northOf(center.latitude, 0.5), longitude: center.longitude, phone: null, website: null,
-      google_rating: null, google_ratings_total: 0,
+      id: String(ids.half),
+      name: 'Half Mile',
+      address: '1 Main St',
+      city: 'Austin',
+      state: 'TX',
+      zip_code: null,
+      latitude: northOf(center.latitude, 0.5),
+      longitude: center.longitude,
+      phone: null,
+      website: null,
+      google_rating: null,
+      google_ratings_total: 0,
       primary_category: { name: 'Dive Bar', slug: 'dive-bar' },
-      categories: [{ name: 'Dive Bar', slug: 'dive-bar' }, { name: 'Cocktails', slug: 'cocktails' }, { name: 'Sports Bar', slug: 'sports-bar' }],
+      categories: [
+        { name: 'Dive Bar', slug: 'dive-bar' },
+        { name: 'Cocktails', slug: 'cocktails' },
+        { name: 'Sports Bar', slug: 'sports-bar' },
+      ],
       hours: { monday: [], tuesday: [], wednesday: [], thursday: [], friday: [], saturday: [], sunday: [] },
-      profile_picture_url: null, photos: [],
+      profile_picture_url: null,
+      photos: [],
       occupancy: { current_intensity: 0, status: 'closed' },
     });
   });
@@ -124,9 +163,16 @@ describe('GET bars and bars/:id', () => {
     beforeAll(async () => {
       const city = await db.owner.query<{ id: number }>("select id from private.cities where name = 'Austin'");
       full = await f.bar(city.rows[0]!.id, {
-        name: 'Full Detail', address: '500 Congress Ave', zip_code: '78701', phone: '+1 512 555 0100',
-        website: 'https://full.example', google_rating: 4.5, google_ratings_total: 321, price_level: 2,
-        description: 'Everything filled in', profile_picture_url: 'https://img.example/p.jpg',
+        name: 'Full Detail',
+        address: '500 Congress Ave',
+        zip_code: '78701',
+        phone: '+1 512 555 0100',
+        website: 'https://full.example',
+        google_rating: 4.5,
+        google_ratings_total: 321,
+        price_level: 2,
+        description: 'Everything filled in',
+        profile_picture_url: 'https://img.example/p.jpg',
       });
       await f.alwaysOpen(full);
       await f.occupancy(full, 80, (_d, h) => h * 4);
@@ -136,7 +182,12 @@ describe('GET bars and bars/:id', () => {
       const iso = (hours: number) => new Date(now + hours * 3600_000).toISOString();
       await f.event(full, { title: 'ended', start_at: iso(-5), end_at: iso(-1) });
       await f.event(full, { title: 'running', start_at: iso(-1), end_at: iso(1), description: 'now on' });
-      for (let i = 12; i >= 1; i--) await f.event(full, { title: `upcoming ${String(i).padStart(2, '0')}`, start_at: iso(i * 24), end_at: iso(i * 24 + 2) });
+      for (let i = 12; i >= 1; i--)
+        await f.event(full, {
+          title: `upcoming ${String(i).padStart(2, '0')}`,
+          start_at: iso(i * 24),
+          end_at: iso(i * 24 + 2),
+        });
     });
 
     test('the detail form: list fields plus description, price_level, hourly occupancy and at most 10 upcoming events', async () => {
@@ -144,22 +195,46 @@ describe('GET bars and bars/:id', () => {
       expect(res.status).toBe(200);
       const bar = res.body.bar;
       expect(bar).toMatchObject({
-        id: String(full), name: 'Full Detail', address: '500 Congress Ave', city: 'Austin', state: 'TX', zip_code: '78701',
-        phone: '+1 512 555 0100', website: 'https://full.example', google_rating: 4.5, google_ratings_total: 321,
-        price_level: 2, description: 'Everything filled in', profile_picture_url: 'https://img.example/p.jpg',
+        id: String(full),
+        name: 'Full Detail',
+        address: '500 Congress Ave',
+        city: 'Austin',
+        state: 'TX',
+        zip_code: '78701',
+        phone: '+1 512 555 0100',
+        website: 'https://full.example',
+        google_rating: 4.5,
+        google_ratings_total: 321,
+        price_level: 2,
+        description: 'Everything filled in',
+        profile_picture_url: 'https://img.example/p.jpg',
         photos: [{ url: 'https://img.example/1.jpg' }, { url: 'https://img.example/2.jpg' }],
-        primary_category: null, categories: [],
+        primary_category: null,
+        categories: [],
       });
       expect(bar.occupancy.current_intensity).toBe(80);
       expect(bar.occupancy.status).toBe('very_busy');
       expect(bar.occupancy.hourly_data).toEqual(Array.from({ length: 24 }, (_, h) => ({ hour: h, intensity: h * 4 })));
-      expect(bar.events.map((e: { name: string }) => e.name)).toEqual(
-        ['running', ...Array.from({ length: 9 }, (_, i) => `upcoming ${String(i + 1).padStart(2, '0')}`)]);
+      expect(bar.events.map((e: { name: string }) => e.name)).toEqual([
+        'running',
+        ...Array.from({ length: 9 }, (_, i) => `upcoming ${String(i + 1).padStart(2, '0')}`),
+      ]);
       expect(bar.events[0]).toEqual({
-        id: expect.stringMatching(/^\d+$/), name: 'running', description: 'now on',
-        start_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/), end_at: expect.stringMatching(/Z$/),
+        id: expect.stringMatching(/^\d+$/),
+        name: 'running',
+        description: 'now on',
+        start_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+        end_at: expect.stringMatching(/Z$/),
       });
-      expect(Object.keys(bar.hours)).toEqual(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
+      expect(Object.keys(bar.hours)).toEqual([
+        'monday',
+        'tuesday',
+        'wednesday',
+        'thursday',
+        'friday',
+        'saturday',
+        'sunday',
+      ]);
     });
 
     test('HEAD on a bar', async () => {

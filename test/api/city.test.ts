@@ -21,8 +21,17 @@ describe('city endpoints', () => {
   const bars: Record<string, number> = {};
 
   /** Open around the clock: 00:00-12:00 and 12:00-00:00 (the latter closes at midnight). */
-  const allDay = (barId: number) => f.hours(barId, [1, 2, 3, 4, 5, 6, 7].flatMap((d) =>
-    [[d, '00:00', '12:00'], [d, '12:00', '00:00']] as [number, string, string][]));
+  const allDay = (barId: number) =>
+    f.hours(
+      barId,
+      [1, 2, 3, 4, 5, 6, 7].flatMap(
+        (d) =>
+          [
+            [d, '00:00', '12:00'],
+            [d, '12:00', '00:00'],
+          ] as [number, string, string][],
+      ),
+    );
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -35,7 +44,12 @@ describe('city endpoints', () => {
     await f.bar(canon, { name: 'Royal Gorge Tap' });
     // Austin: six bars; five open with intensities, one closed with the highest intensity.
     const intensities: [string, number, boolean][] = [
-      ['Alpha', 10, true], ['Bravo', 90, true], ['Charlie', 50, true], ['Delta', 70, true], ['Echo', 30, true], ['Foxtrot', 95, false],
+      ['Alpha', 10, true],
+      ['Bravo', 90, true],
+      ['Charlie', 50, true],
+      ['Delta', 70, true],
+      ['Echo', 30, true],
+      ['Foxtrot', 95, false],
       ['Golf', 20, true],
     ];
     for (const [name, intensity, open] of intensities) {
@@ -69,8 +83,11 @@ describe('city endpoints', () => {
       expect((await get(app, `${P}/posts/co/ca%C3%B1on%20city`)).status).toBe(200);
     });
 
-    test('a city that differs only by an accent is another city (404)', async () => {
-      expect((await get(app, `${P}/bars_by_city/CO/Canon%20City`)).status).toBe(404);
+    test('city segments match accent-insensitively (v1.1); another name is still a 404', async () => {
+      const res = await get(app, `${P}/bars_by_city/CO/Canon%20City`);
+      expect(res.status).toBe(200);
+      expect(res.body.city).toEqual({ name: 'Cañon City', state: 'CO' });
+      expect((await get(app, `${P}/bars_by_city/CO/Canon%20Town`)).status).toBe(404);
     });
 
     test('a malformed percent-encoding is a 400, not a 500', async () => {
@@ -80,7 +97,11 @@ describe('city endpoints', () => {
   });
 
   test.each([
-    [1, 20, 0, 0], [1, 5, 5, 1], [1, 5, 6, 2], [3, 5, 10, 2], [9, 100, 1, 1],
+    [1, 20, 0, 0],
+    [1, 5, 5, 1],
+    [1, 5, 6, 2],
+    [3, 5, 10, 2],
+    [9, 100, 1, 1],
   ])('private.pagination_json(page %i, per_page %i, total %i): total_pages %i', async (page, perPage, total, pages) => {
     const { rows } = await db.owner.query('select private.pagination_json($1, $2, $3) as p', [page, perPage, total]);
     expect(rows[0].p).toEqual({ current_page: page, total_pages: pages, total_count: total, per_page: perPage });
@@ -91,7 +112,15 @@ describe('city endpoints', () => {
 
     test('bars by name; busiest_bars: the 5 open bars with the highest intensity', async () => {
       const body = await page('');
-      expect(body.bars.map((b: { name: string }) => b.name)).toEqual(['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo', 'Foxtrot', 'Golf']);
+      expect(body.bars.map((b: { name: string }) => b.name)).toEqual([
+        'Alpha',
+        'Bravo',
+        'Charlie',
+        'Delta',
+        'Echo',
+        'Foxtrot',
+        'Golf',
+      ]);
       expect(body.busiest_bars).toEqual([
         { id: String(bars.Bravo), name: 'Bravo', current_intensity: 90 },
         { id: String(bars.Delta), name: 'Delta', current_intensity: 70 },
@@ -103,7 +132,12 @@ describe('city endpoints', () => {
     });
 
     test('pagination: pages of 3, the last page, a page past the end', async () => {
-      expect((await page('?per_page=3')).pagination).toEqual({ current_page: 1, total_pages: 3, total_count: 7, per_page: 3 });
+      expect((await page('?per_page=3')).pagination).toEqual({
+        current_page: 1,
+        total_pages: 3,
+        total_count: 7,
+        per_page: 3,
+      });
       const last = await page('?per_page=3&page=3');
       expect(last.bars.map((b: { name: string }) => b.name)).toEqual(['Golf']);
       expect(last.pagination).toEqual({ current_page: 3, total_pages: 3, total_count: 7, per_page: 3 });
@@ -123,7 +157,10 @@ describe('city endpoints', () => {
     test('an empty city: total_count 0, total_pages 0', async () => {
       const res = await get(app, `${P}/bars_by_city/TX/Empty%20Town`);
       expect(res.body).toEqual({
-        city: { name: 'Empty Town', state: 'TX' }, bars: [], events_today: [], busiest_bars: [],
+        city: { name: 'Empty Town', state: 'TX' },
+        bars: [],
+        events_today: [],
+        busiest_bars: [],
         pagination: { current_page: 1, total_pages: 0, total_count: 0, per_page: 20 },
       });
     });
@@ -144,12 +181,38 @@ describe('city endpoints', () => {
     const titles = (body: { events: { title: string }[] }) => body.events.map((e) => e.title);
     let soonId: number;
     beforeAll(async () => {
-      soonId = await f.event(bars.Alpha!, { title: 'soon', classification: 'trivia', start_at: iso(HOUR), end_at: iso(2 * HOUR), description: 'quiz' });
-      await f.event(bars.Bravo!, { title: 'in a week', classification: 'dj', start_at: iso(7 * 24 * HOUR), end_at: iso(7 * 24 * HOUR + HOUR) });
-      await f.event(bars.Bravo!, { title: 'in 40 days', classification: 'dj', start_at: iso(40 * 24 * HOUR), end_at: iso(40 * 24 * HOUR + HOUR) });
-      await f.event(bars.Alpha!, { title: 'two days ago', classification: 'comedy', start_at: iso(-48 * HOUR), end_at: iso(-47 * HOUR) });
+      soonId = await f.event(bars.Alpha!, {
+        title: 'soon',
+        classification: 'trivia',
+        start_at: iso(HOUR),
+        end_at: iso(2 * HOUR),
+        description: 'quiz',
+      });
+      await f.event(bars.Bravo!, {
+        title: 'in a week',
+        classification: 'dj',
+        start_at: iso(7 * 24 * HOUR),
+        end_at: iso(7 * 24 * HOUR + HOUR),
+      });
+      await f.event(bars.Bravo!, {
+        title: 'in 40 days',
+        classification: 'dj',
+        start_at: iso(40 * 24 * HOUR),
+        end_at: iso(40 * 24 * HOUR + HOUR),
+      });
+      await f.event(bars.Alpha!, {
+        title: 'two days ago',
+        classification: 'comedy',
+        start_at: iso(-48 * HOUR),
+        end_at: iso(-47 * HOUR),
+      });
       for (let i = 1; i <= 4; i++) {
-        await f.event(bars.Echo!, { title: `series ${i}`, classification: 'karaoke', start_at: `2030-01-0${i}T20:00:00Z`, end_at: `2030-01-0${i}T22:00:00Z` });
+        await f.event(bars.Echo!, {
+          title: `series ${i}`,
+          classification: 'karaoke',
+          start_at: `2030-01-0${i}T20:00:00Z`,
+          end_at: `2030-01-0${i}T22:00:00Z`,
+        });
       }
     });
 
@@ -159,23 +222,54 @@ describe('city endpoints', () => {
 
     test('the full event form', async () => {
       const res = await get(app, `${P}/events/TX/Austin?classification=trivia`);
-      expect(res.body.events).toEqual([{
-        id: String(soonId), title: 'soon', description: 'quiz', classification: 'trivia',
-        start_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/), end_at: expect.stringMatching(/Z$/),
-        created_at: expect.stringMatching(/Z$/),
-        bar: { id: String(bars.Alpha), name: 'Alpha', address: '1 Main St', city: 'Austin', state: 'TX', latitude: 30, longitude: -97, profile_picture_url: null },
-      }]);
+      expect(res.body.events).toEqual([
+        {
+          id: String(soonId),
+          title: 'soon',
+          description: 'quiz',
+          classification: 'trivia',
+          start_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+          end_at: expect.stringMatching(/Z$/),
+          created_at: expect.stringMatching(/Z$/),
+          bar: {
+            id: String(bars.Alpha),
+            name: 'Alpha',
+            address: '1 Main St',
+            city: 'Austin',
+            state: 'TX',
+            latitude: 30,
+            longitude: -97,
+            profile_picture_url: null,
+          },
+        },
+      ]);
       expect(res.body.pagination).toEqual({ current_page: 1, total_pages: 1, total_count: 1, per_page: 20 });
     });
 
     test('explicit dates, classification, group_slug', async () => {
-      expect(titles((await get(app, `${P}/events/TX/Austin?start_date=2030-01-02&end_date=2030-01-03`)).body)).toEqual(['series 2', 'series 3']);
-      expect(titles((await get(app, `${P}/events/TX/Austin?start_date=2030-01-02T20:00:00Z&end_date=2030-01-03T20:00:00Z`)).body))
-        .toEqual(['series 2', 'series 3']);
-      expect(titles((await get(app, `${P}/events/TX/Austin?start_date=2030-01-02T20:00:01Z&end_date=2030-01-03T19:59:59Z`)).body)).toEqual([]);
+      expect(titles((await get(app, `${P}/events/TX/Austin?start_date=2030-01-02&end_date=2030-01-03`)).body)).toEqual([
+        'series 2',
+        'series 3',
+      ]);
+      expect(
+        titles(
+          (await get(app, `${P}/events/TX/Austin?start_date=2030-01-02T20:00:00Z&end_date=2030-01-03T20:00:00Z`)).body,
+        ),
+      ).toEqual(['series 2', 'series 3']);
+      expect(
+        titles(
+          (await get(app, `${P}/events/TX/Austin?start_date=2030-01-02T20:00:01Z&end_date=2030-01-03T19:59:59Z`)).body,
+        ),
+      ).toEqual([]);
       const later = `start_date=${iso(-72 * HOUR).slice(0, 10)}&end_date=${iso(60 * 24 * HOUR).slice(0, 10)}`;
-      expect(titles((await get(app, `${P}/events/TX/Austin?${later}&classification=dj`)).body)).toEqual(['in a week', 'in 40 days']);
-      expect(titles((await get(app, `${P}/events/TX/Austin?${later}&group_slug=downtown`)).body)).toEqual(['in a week', 'in 40 days']);
+      expect(titles((await get(app, `${P}/events/TX/Austin?${later}&classification=dj`)).body)).toEqual([
+        'in a week',
+        'in 40 days',
+      ]);
+      expect(titles((await get(app, `${P}/events/TX/Austin?${later}&group_slug=downtown`)).body)).toEqual([
+        'in a week',
+        'in 40 days',
+      ]);
       expect(titles((await get(app, `${P}/events/TX/Austin?${later}&group_slug=unknown`)).body)).toEqual([]);
     });
 
@@ -194,7 +288,10 @@ describe('city endpoints', () => {
     let users: number[];
     beforeAll(async () => {
       users = [await f.user('alice'), await f.user('bob')];
-      await f.post(bars.Alpha!, users[0]!, 'an hour ago', iso(-HOUR), ['https://m.example/2.jpg', 'https://m.example/1.jpg']);
+      await f.post(bars.Alpha!, users[0]!, 'an hour ago', iso(-HOUR), [
+        'https://m.example/2.jpg',
+        'https://m.example/1.jpg',
+      ]);
       await f.post(bars.Bravo!, users[1]!, 'yesterday', iso(-24 * HOUR));
       await f.post(bars.Delta!, users[0]!, 'ten days ago', iso(-10 * 24 * HOUR));
       await f.post(bars.Alpha!, users[1]!, 'forty days ago', iso(-40 * 24 * HOUR));
@@ -204,8 +301,19 @@ describe('city endpoints', () => {
       const res = await get(app, `${P}/posts/TX/Austin`);
       expect(res.body.posts.map((p: { text: string }) => p.text)).toEqual(['an hour ago', 'yesterday', 'ten days ago']);
       expect(res.body.posts[0]).toEqual({
-        id: expect.stringMatching(/^\d+$/), text: 'an hour ago', created_at: expect.stringMatching(/Z$/),
-        bar: { id: String(bars.Alpha), name: 'Alpha', address: '1 Main St', city: 'Austin', state: 'TX', latitude: 30, longitude: -97, profile_picture_url: null },
+        id: expect.stringMatching(/^\d+$/),
+        text: 'an hour ago',
+        created_at: expect.stringMatching(/Z$/),
+        bar: {
+          id: String(bars.Alpha),
+          name: 'Alpha',
+          address: '1 Main St',
+          city: 'Austin',
+          state: 'TX',
+          latitude: 30,
+          longitude: -97,
+          profile_picture_url: null,
+        },
       });
       expect(res.body.pagination).toEqual({ current_page: 1, total_pages: 1, total_count: 3, per_page: 20 });
     });
@@ -213,8 +321,11 @@ describe('city endpoints', () => {
     test('posts: dates filter created_at; group_slug; pages', async () => {
       const wide = `start_date=${iso(-50 * 24 * HOUR).slice(0, 10)}`;
       expect((await get(app, `${P}/posts/TX/Austin?${wide}`)).body.pagination.total_count).toBe(4);
-      expect((await get(app, `${P}/posts/TX/Austin?${wide}&group_slug=downtown`)).body.posts.map((p: { text: string }) => p.text))
-        .toEqual(['yesterday', 'ten days ago']);
+      expect(
+        (await get(app, `${P}/posts/TX/Austin?${wide}&group_slug=downtown`)).body.posts.map(
+          (p: { text: string }) => p.text,
+        ),
+      ).toEqual(['yesterday', 'ten days ago']);
       const p2 = (await get(app, `${P}/posts/TX/Austin?${wide}&per_page=3&page=2`)).body;
       expect(p2.posts.map((p: { text: string }) => p.text)).toEqual(['forty days ago']);
       expect(p2.pagination).toEqual({ current_page: 2, total_pages: 2, total_count: 4, per_page: 3 });
@@ -226,14 +337,21 @@ describe('city endpoints', () => {
       expect(body.city).toEqual({ name: 'Austin', state: 'TX' });
       expect(body.posts.map((p: { content: string }) => p.content)).toEqual(['an hour ago', 'yesterday']);
       expect(body.posts[0]).toEqual({
-        id: expect.stringMatching(/^\d+$/), content: 'an hour ago', created_at: expect.stringMatching(/Z$/),
-        user: { id: String(users[0]), username: 'alice' }, bar: { id: String(bars.Alpha), name: 'Alpha' },
+        id: expect.stringMatching(/^\d+$/),
+        content: 'an hour ago',
+        created_at: expect.stringMatching(/Z$/),
+        user: { id: String(users[0]), username: 'alice' },
+        bar: { id: String(bars.Alpha), name: 'Alpha' },
         media: [{ url: 'https://m.example/2.jpg' }, { url: 'https://m.example/1.jpg' }],
       });
       expect(body.events.map((e: { name: string }) => e.name)).toEqual(['soon', 'in a week']);
       expect(body.events[0]).toEqual({
-        id: expect.stringMatching(/^\d+$/), name: 'soon', description: 'quiz', start_at: expect.stringMatching(/Z$/),
-        end_at: expect.stringMatching(/Z$/), bar: { id: String(bars.Alpha), name: 'Alpha' },
+        id: expect.stringMatching(/^\d+$/),
+        name: 'soon',
+        description: 'quiz',
+        start_at: expect.stringMatching(/Z$/),
+        end_at: expect.stringMatching(/Z$/),
+        bar: { id: String(bars.Alpha), name: 'Alpha' },
       });
       expect(body.posts_pagination).toEqual({ current_page: 1, total_pages: 2, total_count: 4, per_page: 2 });
       expect(body.events_pagination).toEqual({ current_page: 1, total_pages: 4, total_count: 7, per_page: 2 });
@@ -248,7 +366,9 @@ describe('city endpoints', () => {
     test('feed of an empty city', async () => {
       const res = await get(app, `${P}/feed/TX/Empty%20Town`);
       expect(res.body).toEqual({
-        city: { name: 'Empty Town', state: 'TX' }, posts: [], events: [],
+        city: { name: 'Empty Town', state: 'TX' },
+        posts: [],
+        events: [],
         posts_pagination: { current_page: 1, total_pages: 0, total_count: 0, per_page: 20 },
         events_pagination: { current_page: 1, total_pages: 0, total_count: 0, per_page: 20 },
       });

@@ -9,6 +9,7 @@ import { createPool } from '../../server/db/pools';
 import { PARTNER_PREFIX } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
+import { ENDPOINTS } from '../../server/http/endpoints';
 import { call, compileAllSchemas, get, validateResponse } from '../support/openapi';
 import { buildApp, testGuard, type LogCapture } from '../support/partner-app';
 
@@ -38,20 +39,48 @@ describe('partner API errors', () => {
   });
 
   test('the contract check catches drift: a missing key, an extra key, an undocumented status, a missing header', () => {
-    const headers = { 'content-type': 'application/json', 'x-request-id': 'r1' };
+    const headers = {
+      'content-type': 'application/json',
+      'x-request-id': 'r1',
+      etag: '"abc"',
+      'cache-control': 'private, no-cache',
+    };
     const ok = JSON.stringify({ message: 'm', timestamp: '2026-11-22T21:30:00Z', subscriber_id: 's', plan: 'p' });
-    const rl = Object.fromEntries(['', '-minute', '-day', '-month'].flatMap((s) =>
-      ['limit', 'remaining', 'reset'].map((k) => [`x-ratelimit-${k}${s}`, '1'])));
-    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers: { ...headers, ...rl }, text: ok })).not.toThrow();
-    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers, text: ok })).toThrow(/missing header X-RateLimit-Limit/);
-    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers: { ...headers, ...rl }, text: JSON.stringify({ message: 'm' }) }))
-      .toThrow(/must have required property/);
-    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers: { ...headers, ...rl }, text: ok.replace('}', ',"extra":1}') }))
-      .toThrow(/additional properties/);
-    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers: { ...headers, ...rl }, text: ok.replace('21:30:00Z', '21:30:00.000+00:00') }))
-      .toThrow(/pattern/);
-    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 404, headers, text: '{"error":"x","request_id":"r1"}' }))
-      .toThrow(/status 404 is not documented/);
+    const rl = Object.fromEntries(
+      ['', '-minute', '-day', '-month'].flatMap((s) =>
+        ['limit', 'remaining', 'reset'].map((k) => [`x-ratelimit-${k}${s}`, '1']),
+      ),
+    );
+    expect(() =>
+      validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers: { ...headers, ...rl }, text: ok }),
+    ).not.toThrow();
+    expect(() => validateResponse('GET', `${P}/test_endpoint`, { status: 200, headers, text: ok })).toThrow(
+      /missing header X-RateLimit-Limit/,
+    );
+    expect(() =>
+      validateResponse('GET', `${P}/test_endpoint`, {
+        status: 200,
+        headers: { ...headers, ...rl },
+        text: JSON.stringify({ message: 'm' }),
+      }),
+    ).toThrow(/must have required property/);
+    expect(() =>
+      validateResponse('GET', `${P}/test_endpoint`, {
+        status: 200,
+        headers: { ...headers, ...rl },
+        text: ok.replace('}', ',"extra":1}'),
+      }),
+    ).toThrow(/additional properties/);
+    expect(() =>
+      validateResponse('GET', `${P}/test_endpoint`, {
+        status: 200,
+        headers: { ...headers, ...rl },
+        text: ok.replace('21:30:00Z', '21:30:00.000+00:00'),
+      }),
+    ).toThrow(/pattern/);
+    expect(() =>
+      validateResponse('GET', `${P}/test_endpoint`, { status: 404, headers, text: '{"error":"x","request_id":"r1"}' }),
+    ).toThrow(/status 404 is not documented/);
   });
 
   describe('400: every parameter rule, with a message naming the parameter and the rule', () => {
@@ -80,18 +109,39 @@ describe('partner API errors', () => {
       ['/bars?latitude=30&longitude=-97&radius=0', 'radius must be a number greater than 0 and at most 100'],
       ['/bars?latitude=30&longitude=-97&radius=-1', 'radius must be a number greater than 0 and at most 100'],
       ['/bars?latitude=30&longitude=-97&radius=100.01', 'radius must be a number greater than 0 and at most 100'],
-      ['/bars?corner1[latitude]=30&corner1[longitude]=-97&corner2[latitude]=31',
-        'a bounding box needs all of corner1[latitude], corner1[longitude], corner2[latitude] and corner2[longitude]'],
-      ['/bars?corner1[latitude]=30', 'a bounding box needs all of corner1[latitude], corner1[longitude], corner2[latitude] and corner2[longitude]'],
-      ['/bars?corner1[latitude]=95&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=-96', 'corner1[latitude] must be a number between -90 and 90'],
-      ['/bars?corner1[latitude]=30&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=west', 'corner2[longitude] must be a number between -180 and 180'],
+      [
+        '/bars?corner1[latitude]=30&corner1[longitude]=-97&corner2[latitude]=31',
+        'a bounding box needs all of corner1[latitude], corner1[longitude], corner2[latitude] and corner2[longitude]',
+      ],
+      [
+        '/bars?corner1[latitude]=30',
+        'a bounding box needs all of corner1[latitude], corner1[longitude], corner2[latitude] and corner2[longitude]',
+      ],
+      [
+        '/bars?corner1[latitude]=95&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=-96',
+        'corner1[latitude] must be a number between -90 and 90',
+      ],
+      [
+        '/bars?corner1[latitude]=30&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=west',
+        'corner2[longitude] must be a number between -180 and 180',
+      ],
       ['/bars?corner1=30', 'corner1 must be given as corner1[latitude] and corner1[longitude]'],
-      ['/bars?corner1[latitude]=30&corner1[latitude]=31&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=-96',
-        'corner1[latitude] must be given once, as a single value'],
-      ['/bars?latitude=30&longitude=-97&radius=5&corner1[latitude]=30&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=-96',
-        'radius cannot be combined with a bounding box (corner1, corner2)'],
+      [
+        '/bars?corner1[latitude]=30&corner1[latitude]=31&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=-96',
+        'corner1[latitude] must be given once, as a single value',
+      ],
+      [
+        '/bars?latitude=30&longitude=-97&radius=5&corner1[latitude]=30&corner1[longitude]=-97&corner2[latitude]=31&corner2[longitude]=-96',
+        'radius cannot be combined with a bounding box (corner1, corner2)',
+      ],
       // paged endpoints: page and per_page
-      ...['/bars_by_city/TX/Austin', '/events/TX/Austin', '/posts/TX/Austin', '/feed/TX/Austin', '/search?q=tap&'].flatMap((path): [string, string][] => {
+      ...[
+        '/bars_by_city/TX/Austin',
+        '/events/TX/Austin',
+        '/posts/TX/Austin',
+        '/feed/TX/Austin',
+        '/search?q=tap&',
+      ].flatMap((path): [string, string][] => {
         const sep = path.includes('?') ? '' : '?';
         return [
           [`${path}${sep}page=0`, 'page must be an integer between 1 and 2147483647'],
@@ -106,19 +156,41 @@ describe('partner API errors', () => {
       ['/bars_by_city/TX/Austin?group_slug=', 'group_slug must not be empty'],
       // dates
       ...['/events/TX/Austin', '/posts/TX/Austin'].flatMap((path): [string, string][] => [
-        [`${path}?start_date=2026-02-30`, 'start_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)'],
-        [`${path}?start_date=yesterday`, 'start_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)'],
-        [`${path}?end_date=2026-13-01`, 'end_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)'],
-        [`${path}?end_date=2026-11-22T24:00:00Z`, 'end_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)'],
-        [`${path}?start_date=0000-01-01`, 'start_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)'],
+        [
+          `${path}?start_date=2026-02-30`,
+          'start_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)',
+        ],
+        [
+          `${path}?start_date=yesterday`,
+          'start_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)',
+        ],
+        [
+          `${path}?end_date=2026-13-01`,
+          'end_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)',
+        ],
+        [
+          `${path}?end_date=2026-11-22T24:00:00Z`,
+          'end_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)',
+        ],
+        [
+          `${path}?start_date=0000-01-01`,
+          'start_date must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)',
+        ],
         [`${path}?start_date=2026-11-22&end_date=2026-11-21`, 'end_date must not be before start_date'],
-        [`${path}?start_date=2026-11-22T12:00:00Z&end_date=2026-11-22T11:59:59Z`, 'end_date must not be before start_date'],
+        [
+          `${path}?start_date=2026-11-22T12:00:00Z&end_date=2026-11-22T11:59:59Z`,
+          'end_date must not be before start_date',
+        ],
         [`${path}?group_slug=`, 'group_slug must not be empty'],
       ]),
-      ['/events/TX/Austin?classification=rave',
-        'classification must be one of live_music, dj, trivia, karaoke, happy_hour, sports, comedy, special'],
-      ['/events/TX/Austin?classification=DJ',
-        'classification must be one of live_music, dj, trivia, karaoke, happy_hour, sports, comedy, special'],
+      [
+        '/events/TX/Austin?classification=rave',
+        'classification must be one of live_music, dj, trivia, karaoke, happy_hour, sports, comedy, special',
+      ],
+      [
+        '/events/TX/Austin?classification=DJ',
+        'classification must be one of live_music, dj, trivia, karaoke, happy_hour, sports, comedy, special',
+      ],
       // search
       ['/search', 'q is required and must not be blank'],
       ['/search?q=', 'q is required and must not be blank'],
@@ -142,10 +214,17 @@ describe('partner API errors', () => {
     });
 
     test('valid edge values are accepted, not clamped', async () => {
-      for (const path of ['/bars?limit=250', '/bars?limit=1', '/bars?latitude=-90&longitude=180&radius=100',
-        '/bars?latitude=30&longitude=-97&radius=0.001', '/search?q=' + 'a'.repeat(200), '/events/TX/Austin?per_page=100&page=2147483647',
-        '/events/TX/Austin?start_date=2026-11-22&end_date=2026-11-22', '/posts/TX/Austin?start_date=2026-11-21T10:00&end_date=2026-11-22T10:00%2B05:30',
-        '/posts/TX/Austin?start_date=2026-11-21T10:00:00.123456-0600&end_date=2026-11-22t10:00z']) {
+      for (const path of [
+        '/bars?limit=250',
+        '/bars?limit=1',
+        '/bars?latitude=-90&longitude=180&radius=100',
+        '/bars?latitude=30&longitude=-97&radius=0.001',
+        '/search?q=' + 'a'.repeat(200),
+        '/events/TX/Austin?per_page=100&page=2147483647',
+        '/events/TX/Austin?start_date=2026-11-22&end_date=2026-11-22',
+        '/posts/TX/Austin?start_date=2026-11-21T10:00&end_date=2026-11-22T10:00%2B05:30',
+        '/posts/TX/Austin?start_date=2026-11-21T10:00:00.123456-0600&end_date=2026-11-22t10:00z',
+      ]) {
         const res = await get(app, P + path);
         expect([path, res.status]).toEqual([path, 200]);
       }
@@ -161,8 +240,11 @@ describe('partner API errors', () => {
       ['/events/ZZ/Austin', 'City not found'],
       ['/posts/TX/Austin%20City', 'City not found'],
       ['/feed/CA/Austin', 'City not found'],
-      ['/nope', 'Not found'],
-      ['/bars_by_city/TX', 'Not found'],
+      ['/nope', 'Not found; the endpoints are listed at /api/v1/partner/docs (and /api/v1/partner/openapi.json)'],
+      [
+        '/bars_by_city/TX',
+        'Not found; the endpoints are listed at /api/v1/partner/docs (and /api/v1/partner/openapi.json)',
+      ],
     ])('%s: %s, after the guard ran (rate-limit headers present)', async (path, message) => {
       const before = guardCalls;
       const res = await get(app, P + path);
@@ -208,17 +290,29 @@ describe('partner API errors', () => {
       expect(res.text).toBe('');
     });
 
-    test.each(['text/html', 'text/plain, image/png', 'application/xml', 'application/json;q=0', 'application/json;q=0, */*;q=0'])(
-      'Accept: %s is 406 with a JSON body', async (accept) => {
-        const before = guardCalls;
-        const res = await get(app, `${P}/bars`, { Accept: accept });
-        expect(res.status).toBe(406);
-        expect(res.body.error).toMatch(/application\/json/);
-        expect(guardCalls).toBe(before);
-      });
+    test.each([
+      'text/html',
+      'text/plain, image/png',
+      'application/xml',
+      'application/json;q=0',
+      'application/json;q=0, */*;q=0',
+    ])('Accept: %s is 406 with a JSON body', async (accept) => {
+      const before = guardCalls;
+      const res = await get(app, `${P}/bars`, { Accept: accept });
+      expect(res.status).toBe(406);
+      expect(res.body.error).toMatch(/application\/json/);
+      expect(guardCalls).toBe(before);
+    });
 
-    test.each(['*/*', 'application/*', 'application/json', 'application/json; charset=utf-8', 'text/html, application/json;q=0.5',
-      'text/html, */*;q=0.1', 'APPLICATION/JSON'])('Accept: %s is fine', async (accept) => {
+    test.each([
+      '*/*',
+      'application/*',
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/html, application/json;q=0.5',
+      'text/html, */*;q=0.1',
+      'APPLICATION/JSON',
+    ])('Accept: %s is fine', async (accept) => {
       const res = await get(app, `${P}/bars`, { Accept: accept });
       expect(res.status).toBe(200);
     });
@@ -244,7 +338,11 @@ describe('partner API errors', () => {
     });
 
     test('the access log has request id, method, path, status and duration, never a key', async () => {
-      await get(app, `${P}/bars?limit=1`, { 'X-Request-Id': 'log-check-1', Authorization: 'Bearer pk_secret_key', 'X-API-Key': 'pk_other_secret' });
+      await get(app, `${P}/bars?limit=1`, {
+        'X-Request-Id': 'log-check-1',
+        Authorization: 'Bearer pk_secret_key',
+        'X-API-Key': 'pk_other_secret',
+      });
       const line = log.lines.find((l) => l.requestId === 'log-check-1' && l.msg === 'request');
       expect(line).toMatchObject({ method: 'GET', path: `${P}/bars`, status: 200, subscriberId: 'sub-1' });
       expect(typeof line!.durationMs).toBe('number');
@@ -255,15 +353,33 @@ describe('partner API errors', () => {
   describe('the OpenAPI document', () => {
     test('is served publicly, before the guard', async () => {
       const rejectAll: RequestHandler = (_req, res) => {
-        res.status(401).type('application/json').send(JSON.stringify({ error: 'Missing API key', request_id: res.locals.requestId }));
+        res
+          .status(401)
+          .type('application/json')
+          .send(JSON.stringify({ error: 'Missing API key', request_id: res.locals.requestId }));
       };
       const { app: locked } = buildApp(db.partnerPool(), { guard: [rejectAll] });
       const res = await get(locked, `${P}/openapi.json`);
       expect(res.status).toBe(200);
       expect(res.body.openapi).toBe('3.1.0');
       expect(Object.keys(res.body.paths).sort()).toEqual(
-        ['/bars', '/bars/{id}', '/bars_by_city/{state}/{city}', '/events/{state}/{city}', '/feed/{state}/{city}',
-          '/openapi.json', '/posts/{state}/{city}', '/search', '/test_endpoint']);
+        expect.arrayContaining([
+          '/bars',
+          '/bars/{id}',
+          '/bars_by_city/{state}/{city}',
+          '/categories',
+          '/cities',
+          '/events/{state}/{city}',
+          '/feed/{state}/{city}',
+          '/groups/{state}/{city}',
+          '/openapi.json',
+          '/posts/{state}/{city}',
+          '/search',
+          '/test_endpoint',
+        ]),
+      );
+      // every declared endpoint (server/http/endpoints.ts) is documented
+      for (const e of ENDPOINTS) expect(res.body.paths[e.path]).toBeDefined();
       expect((await get(locked, `${P}/bars`)).status).toBe(401);
     });
   });
@@ -273,8 +389,10 @@ describe('partner API errors', () => {
       const res = await get(app, `${P}/test_endpoint`);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
-        message: 'API key is valid', timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
-        subscriber_id: 'sub-1', plan: 'standard',
+        message: 'API key is valid',
+        timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+        subscriber_id: 'sub-1',
+        plan: 'standard',
       });
       expect(Math.abs(Date.parse(res.body.timestamp) - Date.now())).toBeLessThan(60_000);
     });
@@ -284,7 +402,8 @@ describe('partner API errors', () => {
     test('a DBA redefines api.test_endpoint', async () => {
       const before = await get(app, `${P}/test_endpoint`);
       expect(before.body.message).toBe('API key is valid');
-      await db.owner.query(`create or replace function api.test_endpoint(p_subscriber_id text, p_plan text, p_now timestamptz default now())
+      await db.owner
+        .query(`create or replace function api.test_endpoint(p_subscriber_id text, p_plan text, p_now timestamptz default now())
         returns json language sql stable security definer set search_path = private, public, pg_temp
         as $$ select json_build_object('message', 'redefined', 'timestamp', private.iso_utc(p_now), 'subscriber_id', p_subscriber_id, 'plan', p_plan) $$`);
       const after = await get(app, `${P}/test_endpoint`);
@@ -294,7 +413,12 @@ describe('partner API errors', () => {
 
   describe('a query over the statement timeout', () => {
     test('is cancelled and answered 503 with Retry-After, and the pool connection is freed', async () => {
-      const pool = createPool(db.url, { max: 1, role: 'bar_partner', applicationName: 'tests-timeout', statementTimeoutMs: 100 });
+      const pool = createPool(db.url, {
+        max: 1,
+        role: 'bar_partner',
+        applicationName: 'tests-timeout',
+        statementTimeoutMs: 100,
+      });
       try {
         const { app: slowApp } = buildApp(pool, { guard: [testGuard] });
         await db.owner.query(`create or replace function api.feed(p_state text, p_city text, p_page integer default 1,

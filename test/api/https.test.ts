@@ -25,18 +25,39 @@ describe('HTTPS and HSTS', () => {
     db = await createTestDatabase();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'partner-tls-'));
     tls = { certFile: path.join(dir, 'cert.pem'), keyFile: path.join(dir, 'key.pem') };
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', tls.keyFile, '-out', tls.certFile, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'],
-    { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        tls.keyFile,
+        '-out',
+        tls.certFile,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
   });
   afterAll(async () => {
     fs.rmSync(dir, { recursive: true, force: true });
     await db.drop();
   });
 
-  const listen = (server: http.Server) => new Promise<number>((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
-  });
+  const listen = (server: http.Server) =>
+    new Promise<number>((resolve) => {
+      server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+    });
 
   test('TLS_CERT_FILE + TLS_KEY_FILE: the server speaks HTTPS and sends Strict-Transport-Security', async () => {
     const { app } = buildApp(db.partnerPool());
@@ -44,13 +65,17 @@ describe('HTTPS and HSTS', () => {
     const port = await listen(server);
     try {
       const url = `${P}/test_endpoint`;
-      const res = await new Promise<{ status: number; headers: Record<string, string>; text: string }>((resolve, reject) => {
-        https.get({ host: '127.0.0.1', port, path: url, ca: fs.readFileSync(tls.certFile) }, (r) => {
-          let text = '';
-          r.on('data', (c: Buffer) => (text += c.toString()));
-          r.on('end', () => resolve({ status: r.statusCode!, headers: r.headers as Record<string, string>, text }));
-        }).on('error', reject);
-      });
+      const res = await new Promise<{ status: number; headers: Record<string, string>; text: string }>(
+        (resolve, reject) => {
+          https
+            .get({ host: '127.0.0.1', port, path: url, ca: fs.readFileSync(tls.certFile) }, (r) => {
+              let text = '';
+              r.on('data', (c: Buffer) => (text += c.toString()));
+              r.on('end', () => resolve({ status: r.statusCode!, headers: r.headers as Record<string, string>, text }));
+            })
+            .on('error', reject);
+        },
+      );
       validateResponse('GET', url, res);
       expect(res.status).toBe(200);
       expect(res.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
@@ -73,13 +98,20 @@ describe('HTTPS and HSTS', () => {
     const notFound = await get(app, '/nothing', { 'X-Forwarded-Proto': 'https' });
     expect(notFound.status).toBe(404);
     expect(notFound.headers['strict-transport-security']).toBeDefined();
-    expect((await get(app, `${P}/test_endpoint`, { 'X-Forwarded-Proto': 'http' })).headers['strict-transport-security']).toBeUndefined();
+    expect(
+      (await get(app, `${P}/test_endpoint`, { 'X-Forwarded-Proto': 'http' })).headers['strict-transport-security'],
+    ).toBeUndefined();
   });
 
   test('configuration: both TLS files or neither; TRUST_PROXY forms', () => {
-    expect(loadConfig({ TLS_CERT_FILE: '/c.pem', TLS_KEY_FILE: '/k.pem' }).tls).toEqual({ certFile: '/c.pem', keyFile: '/k.pem' });
+    expect(loadConfig({ TLS_CERT_FILE: '/c.pem', TLS_KEY_FILE: '/k.pem' }).tls).toEqual({
+      certFile: '/c.pem',
+      keyFile: '/k.pem',
+    });
     expect(loadConfig({}).tls).toBeUndefined();
-    expect(() => loadConfig({ TLS_CERT_FILE: '/c.pem' })).toThrow('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+    expect(() => loadConfig({ TLS_CERT_FILE: '/c.pem' })).toThrow(
+      'TLS_CERT_FILE and TLS_KEY_FILE must be set together',
+    );
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);

@@ -1,6 +1,16 @@
 import request from 'supertest';
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { awaitRoomInMinute, bearer, createPlan, issueKey, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
+import {
+  awaitRoomInMinute,
+  bearer,
+  createPlan,
+  issueKey,
+  silentLogger,
+  startPartner,
+  type PartnerInstance,
+} from '../support/partner';
+import { OwnRedisServer } from '../support/redis-server';
 
 const TEST = '/api/v1/partner/test_endpoint';
 
@@ -20,28 +30,46 @@ function triple(res: request.Response, suffix: string) {
   };
 }
 
-describe('rate limits (in-process counters)', () => {
+// The same contract with in-process counters and with the one-script Redis limiter (the test's own redis-server).
+describe.each(['in-process counters', 'Redis (own redis-server)'])('rate limits (%s)', (mode) => {
   let db: TestDatabase;
   let partner: PartnerInstance;
+  let redisServer: OwnRedisServer | undefined;
+  let client: RedisClient | undefined;
   const problems: unknown[] = [];
 
   beforeAll(async () => {
     db = await createTestDatabase();
     // Whatever the guard or express-rate-limit (its configuration checks) would log as a problem.
     const logger = silentLogger.child({});
-    logger.warn = ((...args: unknown[]) => { if (args[1] !== 'usage alert') problems.push(args); }) as typeof logger.warn;
-    logger.error = ((...args: unknown[]) => { problems.push(args); }) as typeof logger.error;
-    partner = await startPartner(db, { logger });
+    logger.warn = ((...args: unknown[]) => {
+      if (args[1] !== 'usage alert') problems.push(args);
+    }) as typeof logger.warn;
+    logger.error = ((...args: unknown[]) => {
+      problems.push(args);
+    }) as typeof logger.error;
+    if (mode.startsWith('Redis')) {
+      redisServer = await OwnRedisServer.start();
+      client = createRedisClient(redisServer.url, silentLogger);
+      await redisReadyPromise(client);
+    }
+    partner = await startPartner(db, { logger, redis: client });
   });
   afterAll(async () => {
     await partner?.close();
+    client?.disconnect();
+    await redisServer?.stop();
     await db?.drop();
   });
 
   test('every rate-limit header on 200, 400 and 404, with -1 for unlimited buckets and aligned resets', async () => {
     await awaitRoomInMinute(5000);
     const { apiKey } = await issueKey(db.owner);
-    const paths = [[TEST, 200], ['/api/v1/partner/bars?limit=0', 400], ['/api/v1/partner/no/such/path', 404]] as const;
+    const paths = [
+      [TEST, 200],
+      ['/api/v1/partner/bars?limit=0', 400],
+      ['/api/v1/partner/no/such/path', 404],
+    ] as const;
     let remaining = 600;
     for (const [path, status] of paths) {
       const before = Date.now();
@@ -65,8 +93,11 @@ describe('rate limits (in-process counters)', () => {
     for (let i = 0; i < 8; i++) {
       const res = await request(partner.app).get(TEST).set(bearer(apiKey)).expect(200);
       seen.push({
-        minute: triple(res, '-Minute').remaining, day: triple(res, '-Day').remaining, month: triple(res, '-Month').remaining,
-        general: triple(res, '').remaining, generalLimit: triple(res, '').limit,
+        minute: triple(res, '-Minute').remaining,
+        day: triple(res, '-Day').remaining,
+        month: triple(res, '-Month').remaining,
+        general: triple(res, '').remaining,
+        generalLimit: triple(res, '').limit,
       });
     }
     seen.forEach((s, i) => {
@@ -83,7 +114,12 @@ describe('rate limits (in-process counters)', () => {
       const before = Date.now();
       const res = await request(partner.app).get(TEST).set(bearer(apiKey));
       expect(res.status).toBe(429);
-      expect(res.body).toEqual({ error: 'Rate limit exceeded', limit: 20, period: 'minute', request_id: res.headers['x-request-id'] });
+      expect(res.body).toEqual({
+        error: 'Rate limit exceeded',
+        limit: 20,
+        period: 'minute',
+        request_id: res.headers['x-request-id'],
+      });
       const retryAfter = Number(res.headers['retry-after']);
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       const expected = Math.max(1, Math.ceil(nextMinute(before) - before / 1000));

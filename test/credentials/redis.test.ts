@@ -2,14 +2,24 @@ import { randomBytes } from 'node:crypto';
 import { createRedisClient, type RedisClient } from '../../server/redis';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { listen, type Listening } from '../support/http';
-import { awaitRoomInMinute, bearer, createPlan, issueKey, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
+import {
+  awaitRoomInMinute,
+  bearer,
+  createPlan,
+  issueKey,
+  silentLogger,
+  startPartner,
+  type PartnerInstance,
+} from '../support/partner';
 import { describeWithRedis, redisUrl } from '../support/redis';
 import { OwnRedisServer } from '../support/redis-server';
 
 const TEST = '/api/v1/partner/test_endpoint';
 
 function ready(client: RedisClient): Promise<void> {
-  return client.status === 'ready' ? Promise.resolve() : new Promise((resolve) => client.once('ready', () => resolve()));
+  return client.status === 'ready'
+    ? Promise.resolve()
+    : new Promise((resolve) => client.once('ready', () => resolve()));
 }
 
 async function deleteKeys(client: RedisClient, prefix: string): Promise<void> {
@@ -33,7 +43,10 @@ describeWithRedis('rate limits shared through Redis', () => {
     db = await createTestDatabase();
     for (let i = 0; i < 2; i++) clients.push(createRedisClient(redisUrl!, silentLogger));
     await Promise.all(clients.map(ready));
-    [a, b] = await Promise.all([0, 1].map((i) => startPartner(db, { redis: clients[i], redisPrefix: prefix }))) as [PartnerInstance, PartnerInstance];
+    [a, b] = (await Promise.all([0, 1].map((i) => startPartner(db, { redis: clients[i], redisPrefix: prefix })))) as [
+      PartnerInstance,
+      PartnerInstance,
+    ];
     servers = await Promise.all([listen(a.app), listen(b.app)]);
   });
   afterAll(async () => {
@@ -47,7 +60,9 @@ describeWithRedis('rate limits shared through Redis', () => {
   test('1,000 concurrent requests of a 600/minute key on two instances: exactly 600 served, alerts once, usage exact', async () => {
     await awaitRoomInMinute(25_000);
     const { apiKey, keyId } = await issueKey(db.owner);
-    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => servers[i % 2]!.get(TEST, bearer(apiKey))));
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => servers[i % 2]!.get(TEST, bearer(apiKey))),
+    );
     const byStatus = new Map<number, number>();
     for (const r of results) byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
     expect(Object.fromEntries(byStatus)).toEqual({ 200: 600, 429: 400 });
@@ -58,7 +73,10 @@ describeWithRedis('rate limits shared through Redis', () => {
 
     // 80%, 90% and 100% of the minute: one alert each, though both instances crossed them.
     await Promise.all([a.guard.alerts.settle(), b.guard.alerts.settle()]);
-    const alerts = await db.owner.query('select level, bucket, used, "limit" from admin.usage_alerts where api_key_id = $1 order by used', [keyId]);
+    const alerts = await db.owner.query(
+      'select level, bucket, used, "limit" from admin.usage_alerts where api_key_id = $1 order by used',
+      [keyId],
+    );
     expect(alerts.rows).toEqual([
       { level: 'warning', bucket: 'minute', used: 480, limit: 600 },
       { level: 'high_warning', bucket: 'minute', used: 540, limit: 600 },
@@ -66,8 +84,11 @@ describeWithRedis('rate limits shared through Redis', () => {
     ]);
 
     await Promise.all([a.guard.usage.flush(), b.guard.usage.flush()]);
+    await Promise.all([a.guard.sharedUsage!.flush(), b.guard.sharedUsage!.flush()]); // counted in Redis by the script
     const usage = await db.owner.query<{ endpoint: string; requests: number; rate_limited: number }>(
-      'select endpoint, requests::int, rate_limited::int from admin.daily_usage where api_key_id = $1 order by endpoint', [keyId]);
+      'select endpoint, requests::int, rate_limited::int from admin.daily_usage where api_key_id = $1 order by endpoint',
+      [keyId],
+    );
     expect(usage.rows).toEqual([
       { endpoint: '(none)', requests: 0, rate_limited: 400 },
       { endpoint: 'test_endpoint', requests: 600, rate_limited: 0 },
@@ -80,9 +101,12 @@ describeWithRedis('rate limits shared through Redis', () => {
     const { apiKey, keyId } = await issueKey(db.owner, { plan });
     for (let i = 0; i < 3; i++) expect((await servers[i % 2]!.get(TEST, bearer(apiKey))).status).toBe(200);
     const rejected = await Promise.all([servers[0]!.get(TEST, bearer(apiKey)), servers[1]!.get(TEST, bearer(apiKey))]);
-    expect(rejected.map((r) => [r.status, JSON.parse(r.body).period])).toEqual([[429, 'day'], [429, 'day']]);
+    expect(rejected.map((r) => [r.status, JSON.parse(r.body).period])).toEqual([
+      [429, 'day'],
+      [429, 'day'],
+    ]);
     await new Promise((r) => setTimeout(r, 100));
-    const minuteKey = `${prefix}minute:${Math.floor(Date.now() / 60_000) * 60_000}:${keyId}`;
+    const minuteKey = `${prefix}{${keyId}}:m:${Math.floor(Date.now() / 60_000) * 60_000}`;
     expect(await clients[0]!.get(minuteKey)).toBe('3');
     expect(await clients[0]!.pttl(minuteKey)).toBeGreaterThan(0);
   });
@@ -91,7 +115,8 @@ describeWithRedis('rate limits shared through Redis', () => {
     await awaitRoomInMinute(5000);
     const plan = await createPlan(db.owner, 50, null, null);
     const { apiKey } = await issueKey(db.owner, { plan });
-    const remaining = async (s: Listening) => Number((await s.get(TEST, bearer(apiKey))).headers['x-ratelimit-remaining-minute']);
+    const remaining = async (s: Listening) =>
+      Number((await s.get(TEST, bearer(apiKey))).headers['x-ratelimit-remaining-minute']);
     expect(await remaining(servers[0]!)).toBe(49);
     expect(await remaining(servers[1]!)).toBe(48);
     expect(await remaining(servers[0]!)).toBe(47);
@@ -113,7 +138,7 @@ describeWithRedis('when Redis fails mid-flight', () => {
     logger.level = 'warn';
     // Capture what the server logs about Redis.
     const capture = (level: number) => (obj: unknown, msg?: string) => {
-      logged.push({ level, msg: typeof obj === 'string' ? obj : msg ?? '' });
+      logged.push({ level, msg: typeof obj === 'string' ? obj : (msg ?? '') });
     };
     logger.error = capture(50) as typeof logger.error;
     logger.warn = capture(40) as typeof logger.warn;
@@ -139,7 +164,7 @@ describeWithRedis('when Redis fails mid-flight', () => {
     const get = () => server.get(TEST, bearer(apiKey));
 
     for (let i = 1; i <= 3; i++) expect((await get()).headers['x-ratelimit-remaining-minute']).toBe(String(1000 - i));
-    expect(await client.keys('own:minute:*')).toHaveLength(1); // counted in Redis
+    expect(await client.keys('own:*:m:*')).toHaveLength(1); // counted in Redis
 
     // Stopped while requests are in flight: none fails.
     const other = await issueKey(db.owner, { plan });
@@ -167,7 +192,7 @@ describeWithRedis('when Redis fails mid-flight', () => {
     expect(after.status).toBe(200);
     // The restarted Redis is empty (no persistence): shared counting starts again there.
     expect(after.headers['x-ratelimit-remaining-minute']).toBe('999');
-    expect(await client.keys('own:minute:*')).toHaveLength(1);
+    expect(await client.keys('own:*:m:*')).toHaveLength(1);
     expect(logged.some((l) => /Redis is back/.test(l.msg))).toBe(true);
   });
 });

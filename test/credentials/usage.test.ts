@@ -17,8 +17,11 @@ describe('usage accounting and usage alerts', () => {
     const { apiKey, keyId, subscriberId } = await issueKey(db.owner);
     const spy = jest.spyOn(partner.pool, 'query');
     const calls = [
-      [TEST, 200], [TEST, 200], [TEST, 200],
-      ['/api/v1/partner/bars/1', 404], ['/api/v1/partner/bars/2', 404], // unknown bars, same endpoint
+      [TEST, 200],
+      [TEST, 200],
+      [TEST, 200],
+      ['/api/v1/partner/bars/1', 404],
+      ['/api/v1/partner/bars/2', 404], // unknown bars, same endpoint
       ['/api/v1/partner/bars?limit=0', 400],
       ['/api/v1/partner/nowhere', 404],
     ] as const;
@@ -27,13 +30,17 @@ describe('usage accounting and usage alerts', () => {
     // No write per request: only the routes' own queries ran.
     expect(spy.mock.calls.filter(([sql]) => String(sql).includes('record_usage'))).toHaveLength(0);
     spy.mockRestore();
-    const before = await db.owner.query('select count(*)::int as n from admin.daily_usage where api_key_id = $1', [keyId]);
+    const before = await db.owner.query('select count(*)::int as n from admin.daily_usage where api_key_id = $1', [
+      keyId,
+    ]);
     expect(before.rows[0].n).toBe(0);
 
     await partner.close(); // a clean shutdown writes what is pending
     const { rows } = await db.owner.query(
       `select day::text, subscriber_id, endpoint, requests::int, rate_limited::int from admin.daily_usage
-        where api_key_id = $1 order by endpoint`, [keyId]);
+        where api_key_id = $1 order by endpoint`,
+      [keyId],
+    );
     const today = new Date().toISOString().slice(0, 10);
     expect(rows).toEqual([
       { day: today, subscriber_id: subscriberId, endpoint: '(none)', requests: 1, rate_limited: 0 },
@@ -41,7 +48,9 @@ describe('usage accounting and usage alerts', () => {
       { day: today, subscriber_id: subscriberId, endpoint: 'bars/:id', requests: 2, rate_limited: 0 },
       { day: today, subscriber_id: subscriberId, endpoint: 'test_endpoint', requests: 3, rate_limited: 0 },
     ]);
-    const key = await db.owner.query<{ last_used_at: Date }>('select last_used_at from admin.api_keys where id = $1', [keyId]);
+    const key = await db.owner.query<{ last_used_at: Date }>('select last_used_at from admin.api_keys where id = $1', [
+      keyId,
+    ]);
     expect(Date.now() - key.rows[0]!.last_used_at.getTime()).toBeLessThan(60_000);
   });
 
@@ -49,12 +58,17 @@ describe('usage accounting and usage alerts', () => {
     const partner = await startPartner(db);
     const { apiKey, keyId } = await issueKey(db.owner);
     await request(partner.app).get(TEST).set(bearer(apiKey)).expect(200);
-    const spy = jest.spyOn(partner.pool, 'query').mockImplementationOnce(() => Promise.reject(new Error('connection lost')));
+    const spy = jest
+      .spyOn(partner.pool, 'query')
+      .mockImplementationOnce(() => Promise.reject(new Error('connection lost')));
     await partner.guard.usage.flush();
     spy.mockRestore();
     await request(partner.app).get(TEST).set(bearer(apiKey)).expect(200);
     await partner.guard.usage.flush();
-    const { rows } = await db.owner.query('select sum(requests)::int as n from admin.daily_usage where api_key_id = $1', [keyId]);
+    const { rows } = await db.owner.query(
+      'select sum(requests)::int as n from admin.daily_usage where api_key_id = $1',
+      [keyId],
+    );
     expect(rows[0].n).toBe(2);
     await partner.close();
   });
@@ -63,23 +77,50 @@ describe('usage accounting and usage alerts', () => {
     await awaitRoomInMinute(10_000);
     const logged: string[] = [];
     const logger = silentLogger.child({});
-    logger.warn = ((obj: { alert?: { level: string } }) => { if (obj?.alert) logged.push(obj.alert.level); }) as typeof logger.warn;
+    logger.warn = ((obj: { alert?: { level: string } }) => {
+      if (obj?.alert) logged.push(obj.alert.level);
+    }) as typeof logger.warn;
     // Without Redis each instance counts on its own, so both reach every threshold.
     const [a, b] = await Promise.all([startPartner(db, { logger }), startPartner(db, { logger })]);
     const plan = await createPlan(db.owner, 10, 100, null);
     const { apiKey, keyId, subscriberId } = await issueKey(db.owner, { plan });
-    const results = await Promise.all([a, b].flatMap((p) => Array.from({ length: 12 }, () => request(p.app).get(TEST).set(bearer(apiKey)))));
+    const results = await Promise.all(
+      [a, b].flatMap((p) => Array.from({ length: 12 }, () => request(p.app).get(TEST).set(bearer(apiKey)))),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(20);
     expect(results.filter((r) => r.status === 429)).toHaveLength(4);
     await Promise.all([a.guard.alerts.settle(), b.guard.alerts.settle()]);
 
     const { rows } = await db.owner.query(
-      `select subscriber_id, bucket, level, used, "limit", window_start from admin.usage_alerts where api_key_id = $1 order by used`, [keyId]);
+      `select subscriber_id, bucket, level, used, "limit", window_start from admin.usage_alerts where api_key_id = $1 order by used`,
+      [keyId],
+    );
     const minuteStart = new Date(Math.floor(Date.now() / 60_000) * 60_000);
     expect(rows).toEqual([
-      { subscriber_id: subscriberId, bucket: 'minute', level: 'warning', used: 8, limit: 10, window_start: minuteStart },
-      { subscriber_id: subscriberId, bucket: 'minute', level: 'high_warning', used: 9, limit: 10, window_start: minuteStart },
-      { subscriber_id: subscriberId, bucket: 'minute', level: 'limit_reached', used: 10, limit: 10, window_start: minuteStart },
+      {
+        subscriber_id: subscriberId,
+        bucket: 'minute',
+        level: 'warning',
+        used: 8,
+        limit: 10,
+        window_start: minuteStart,
+      },
+      {
+        subscriber_id: subscriberId,
+        bucket: 'minute',
+        level: 'high_warning',
+        used: 9,
+        limit: 10,
+        window_start: minuteStart,
+      },
+      {
+        subscriber_id: subscriberId,
+        bucket: 'minute',
+        level: 'limit_reached',
+        used: 10,
+        limit: 10,
+        window_start: minuteStart,
+      },
     ]);
     expect(logged.sort()).toEqual(['high_warning', 'limit_reached', 'warning']); // logged once each
     // Partners never see alerts.

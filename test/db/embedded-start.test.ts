@@ -45,7 +45,11 @@ describe('npm start with the embedded database, when it cannot work', () => {
     fs.mkdirSync(path.join(projectRoot, '.data'), { recursive: true });
     const dir = fs.mkdtempSync(path.join(projectRoot, '.data', 'start-test-'));
     try {
-      const result = await startServer({ EMBEDDED_PG_PORT: String(port), EMBEDDED_PG_DIR: path.join(dir, 'pg'), PORT: '0' });
+      const result = await startServer({
+        EMBEDDED_PG_PORT: String(port),
+        EMBEDDED_PG_DIR: path.join(dir, 'pg'),
+        PORT: '0',
+      });
       expect(result.code).toBe(1);
       expect(result.ms).toBeLessThan(15000);
       expect(result.stderr.trim().split('\n')).toEqual([expect.stringContaining(`port ${port} is already in use`)]);
@@ -55,14 +59,23 @@ describe('npm start with the embedded database, when it cannot work', () => {
     }
   });
 
-  test('a data directory that cannot be written: exits 1 within seconds, one line naming the directory', async () => {
+  // As root, a data directory `postgres` cannot reach is relocated under EMBEDDED_PG_RUNTIME_DIR
+  // (docs/OPERATIONS.md "Running as root"); what cannot work then is an unsafe runtime directory.
+  test('a data directory that cannot be used: exits 1 within seconds, one line naming the directory', async () => {
     const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'locked-'));
     fs.chmodSync(parent, 0o500); // nobody but root may enter; root's postgres user cannot either
+    const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'locked-runtime-'));
+    fs.chmodSync(runtime, 0o777); // writable by anyone: refused for binaries and data
     const blocker = await listenOnFreePort();
     const port = (blocker.address() as net.AddressInfo).port;
     blocker.close();
     try {
-      const result = await startServer({ EMBEDDED_PG_PORT: String(port), EMBEDDED_PG_DIR: path.join(parent, 'sub', 'pg'), PORT: '0' });
+      const result = await startServer({
+        EMBEDDED_PG_PORT: String(port),
+        EMBEDDED_PG_DIR: path.join(parent, 'sub', 'pg'),
+        EMBEDDED_PG_RUNTIME_DIR: runtime,
+        PORT: '0',
+      });
       expect(result.code).toBe(1);
       expect(result.ms).toBeLessThan(15000);
       const lines = result.stderr.trim().split('\n');
@@ -71,6 +84,7 @@ describe('npm start with the embedded database, when it cannot work', () => {
     } finally {
       fs.chmodSync(parent, 0o700);
       fs.rmSync(parent, { recursive: true, force: true });
+      fs.rmSync(runtime, { recursive: true, force: true });
     }
   });
 });

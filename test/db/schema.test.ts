@@ -8,10 +8,13 @@ describe('schema integrity and privileges', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const city = await db.owner.query<{ id: number }>(
-      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74) returning id");
+      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74) returning id",
+    );
     cityId = city.rows[0]!.id;
     const bar = await db.owner.query<{ id: number }>(
-      "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'The Tap', '1 Main St', 30.27, -97.74) returning id", [cityId]);
+      "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'The Tap', '1 Main St', 30.27, -97.74) returning id",
+      [cityId],
+    );
     barId = bar.rows[0]!.id;
   });
   afterAll(() => db.drop());
@@ -20,35 +23,92 @@ describe('schema integrity and privileges', () => {
     expect(db.owner.query(sql, params)).rejects.toMatchObject({ code: expect.stringMatching(/^23/) });
 
   test.each([
-    ['intensity over 100', 'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 101, array_fill(0::smallint, array[168]))'],
-    ['intensity below 0', 'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, -1, array_fill(0::smallint, array[168]))'],
-    ['a weekly profile that is not 7 x 24', 'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 10, array_fill(0::smallint, array[24]))'],
-    ['a profile value over 100', 'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 10, array_fill(101::smallint, array[168]))'],
-    ['an unknown classification', "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) select id, city_id, 'x', 'rave', now(), now() + interval '1 hour' from private.bars where id = $1"],
-    ['an event ending before it starts', "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) select id, city_id, 'x', 'dj', now(), now() - interval '1 hour' from private.bars where id = $1"],
-    ['an event in another city than its bar', "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) values ($1, -1, 'x', 'dj', now(), now() + interval '1 hour')"],
-    ['an opening time with seconds', "insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 1, '17:00:30', '23:00')"],
-    ['a day of week 8', "insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 8, '17:00', '23:00')"],
+    [
+      'intensity over 100',
+      'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 101, array_fill(0::smallint, array[168]))',
+    ],
+    [
+      'intensity below 0',
+      'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, -1, array_fill(0::smallint, array[168]))',
+    ],
+    [
+      'a weekly profile that is not 7 x 24',
+      'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 10, array_fill(0::smallint, array[24]))',
+    ],
+    [
+      'a profile value over 100',
+      'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 10, array_fill(101::smallint, array[168]))',
+    ],
+    [
+      'an unknown classification',
+      "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) select id, city_id, 'x', 'rave', now(), now() + interval '1 hour' from private.bars where id = $1",
+    ],
+    [
+      'an event ending before it starts',
+      "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) select id, city_id, 'x', 'dj', now(), now() - interval '1 hour' from private.bars where id = $1",
+    ],
+    [
+      'an event in another city than its bar',
+      "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) values ($1, -1, 'x', 'dj', now(), now() + interval '1 hour')",
+    ],
+    [
+      'an opening time with seconds',
+      "insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 1, '17:00:30', '23:00')",
+    ],
+    [
+      'a day of week 8',
+      "insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 8, '17:00', '23:00')",
+    ],
     ['a non-http photo URL', "insert into private.photos (bar_id, url) values ($1, 'ftp://x/y.jpg')"],
-    ['a second primary category', "with c as (insert into private.categories (name, slug) values ('A','a'),('B','b') returning id) insert into private.bar_categories (bar_id, category_id, is_primary) select $1, id, true from c"],
+    [
+      'a second primary category',
+      "with c as (insert into private.categories (name, slug) values ('A','a'),('B','b') returning id) insert into private.bar_categories (bar_id, category_id, is_primary) select $1, id, true from c",
+    ],
   ])('rejects %s', (_what, sql) => rejects(sql, [barId]));
 
   test.each([
-    ['a latitude over 90', "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'x', 'y', 91, 0)"],
-    ['a longitude under -180', "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'x', 'y', 0, -181)"],
-    ['a rating over 5', "insert into private.bars (city_id, name, address, latitude, longitude, google_rating) values ($1, 'x', 'y', 0, 0, 5.5)"],
-    ['price level 5', "insert into private.bars (city_id, name, address, latitude, longitude, price_level) values ($1, 'x', 'y', 0, 0, 5)"],
+    [
+      'a latitude over 90',
+      "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'x', 'y', 91, 0)",
+    ],
+    [
+      'a longitude under -180',
+      "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'x', 'y', 0, -181)",
+    ],
+    [
+      'a rating over 5',
+      "insert into private.bars (city_id, name, address, latitude, longitude, google_rating) values ($1, 'x', 'y', 0, 0, 5.5)",
+    ],
+    [
+      'price level 5',
+      "insert into private.bars (city_id, name, address, latitude, longitude, price_level) values ($1, 'x', 'y', 0, 0, 5)",
+    ],
   ])('rejects a bar with %s', (_what, sql) => rejects(sql, [cityId]));
 
   test.each([
-    ['a three-letter state', "insert into private.cities (name, state, time_zone, latitude, longitude) values ('X', 'TEX', 'America/Chicago', 0, 0)"],
-    ['a lowercase state', "insert into private.cities (name, state, time_zone, latitude, longitude) values ('X', 'tx', 'America/Chicago', 0, 0)"],
-    ['an unknown time zone', "insert into private.cities (name, state, time_zone, latitude, longitude) values ('X', 'TX', 'Mars/Olympus', 0, 0)"],
-    ['the same city twice, case aside', "insert into private.cities (name, state, time_zone, latitude, longitude) values ('AUSTIN', 'TX', 'America/Chicago', 0, 0)"],
+    [
+      'a three-letter state',
+      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('X', 'TEX', 'America/Chicago', 0, 0)",
+    ],
+    [
+      'a lowercase state',
+      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('X', 'tx', 'America/Chicago', 0, 0)",
+    ],
+    [
+      'an unknown time zone',
+      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('X', 'TX', 'Mars/Olympus', 0, 0)",
+    ],
+    [
+      'the same city twice, case aside',
+      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('AUSTIN', 'TX', 'America/Chicago', 0, 0)",
+    ],
   ])('rejects a city with %s', (_what, sql) => rejects(sql));
 
   test('accepts an after-midnight slot', async () => {
-    await db.owner.query("insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 5, '20:00', '02:00')", [barId]);
+    await db.owner.query(
+      "insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 5, '20:00', '02:00')",
+      [barId],
+    );
   });
 
   test('the partner role cannot read a private table', async () => {
@@ -65,5 +125,50 @@ describe('schema integrity and privileges', () => {
       cross join lateral aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
       where n.nspname in ('api', 'admin', 'private') and a.grantee = 0 and a.privilege_type = 'EXECUTE'`);
     expect(acl.rows).toEqual([]);
+  });
+
+  // db/CONVENTIONS.md "Writing functions": api.* plan once per connection (plpgsql with static SQL; a SQL-language
+  // SECURITY DEFINER or SET function is planned on every call on PostgreSQL 15-17, and so is a dynamic EXECUTE).
+  // Credential and usage bookkeeping (migration 000003 and current/51) runs once per key per cache period or per
+  // flush batch, not per request: exempt until it moves into a function file.
+  const offPathApi = new Set(['authenticate', 'record_usage', 'record_usage_alert', 'usage_key_ids']);
+
+  test('every api.* function is plan-cached, SECURITY DEFINER with a pinned search_path, and only for bar_partner', async () => {
+    const { rows } = await db.owner.query<{
+      name: string;
+      fn: string;
+      lang: string;
+      definer: boolean;
+      config: string[] | null;
+      src: string;
+      grantees: string[];
+    }>(`
+      select p.proname as name, p.oid::regprocedure::text as fn, l.lanname as lang, p.prosecdef as definer,
+             p.proconfig as config, p.prosrc as src,
+             array(select distinct a.grantee::regrole::text
+                   from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+                   where a.privilege_type = 'EXECUTE' and a.grantee <> p.proowner order by 1) as grantees
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace join pg_language l on l.oid = p.prolang
+      where n.nspname = 'api' order by 2`);
+    expect(rows.map((r) => r.name)).toEqual(expect.arrayContaining(['bar', 'bars', 'events', 'posts', 'feed']));
+    const problems: string[] = [];
+    for (const r of rows) {
+      if (!r.grantees.every((g) => g === 'bar_partner') || r.grantees.length !== 1) {
+        problems.push(`${r.fn}: EXECUTE for ${r.grantees.join(', ') || 'nobody'}`);
+      }
+      if (offPathApi.has(r.name)) continue;
+      const searchPath = (r.config ?? []).find((c) => c.startsWith('search_path='));
+      if (r.lang === 'plpgsql') {
+        if (!r.definer) problems.push(`${r.fn}: not SECURITY DEFINER`);
+        if (!searchPath || !/\bpg_temp\b/.test(searchPath)) problems.push(`${r.fn}: search_path not pinned`);
+        // dynamic SQL: EXECUTE <expression> (plpgsql), not "execute function" in DDL text
+        const code = r.src.replace(/--[^\n]*/g, '');
+        if (/\bexecute\s+(?!function\b|procedure\b)/i.test(code)) problems.push(`${r.fn}: EXECUTE of dynamic SQL`);
+      } else if (r.lang !== 'sql' || r.definer || r.config) {
+        // only an inlinable SQL function (no SECURITY DEFINER, no SET) is planned with its caller
+        problems.push(`${r.fn}: ${r.lang}${r.definer ? ' SECURITY DEFINER' : ''}${r.config ? ' with SET' : ''}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });

@@ -30,7 +30,9 @@ describe('operator GraphQL: authentication and listener', () => {
 
   test('no token: 401 JSON error', async () => {
     const res = await fetch(`${ops.server.url}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: QUERY }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: QUERY }),
     });
     expect(res.status).toBe(401);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -84,11 +86,14 @@ describe('operator GraphQL: authentication and listener', () => {
     expect(res.status).toBe(401);
   });
 
-  test.each(['/', '/graphiql/x', '/api/v1/partner/bars', '/ruru', '/graphql/stream'])('%s on the operator listener: 404 JSON', async (path) => {
-    const res = await fetch(`${ops.server.url}${path}`, { headers: { authorization: `Bearer ${ops.token}` } });
-    expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: 'Not found', request_id: expect.any(String) });
-  });
+  test.each(['/', '/graphiql/x', '/api/v1/partner/bars', '/ruru', '/graphql/stream'])(
+    '%s on the operator listener: 404 JSON',
+    async (path) => {
+      const res = await fetch(`${ops.server.url}${path}`, { headers: { authorization: `Bearer ${ops.token}` } });
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ error: 'Not found', request_id: expect.any(String) });
+    },
+  );
 
   test('GET /graphql does not run queries (POST only)', async () => {
     const res = await fetch(`${ops.server.url}/graphql?query=${encodeURIComponent(QUERY)}`, {
@@ -102,7 +107,10 @@ describe('operator GraphQL: authentication and listener', () => {
   test('the listener binds to loopback unless ADMIN_HOST says otherwise', () => {
     expect(ops.server.server.address()).toMatchObject({ address: '127.0.0.1' });
     expect(loadConfig({})).toMatchObject({ adminHost: '127.0.0.1', adminPort: 3001 });
-    expect(loadConfig({ ADMIN_HOST: '0.0.0.0', ADMIN_PORT: '4001' })).toMatchObject({ adminHost: '0.0.0.0', adminPort: 4001 });
+    expect(loadConfig({ ADMIN_HOST: '0.0.0.0', ADMIN_PORT: '4001' })).toMatchObject({
+      adminHost: '0.0.0.0',
+      adminPort: 4001,
+    });
     expect(() => loadConfig({ ADMIN_PORT: 'abc' })).toThrow(/ADMIN_PORT/);
   });
 

@@ -24,11 +24,14 @@ startOperatorServer({
   databaseUrl,
   config: { env, adminHost: '127.0.0.1', adminPort: 0, pgPoolMax: 2 },
   logger: createLogger('silent'),
-}).then((server) => {
-  process.stdout.write(`${JSON.stringify({ url: server.url, node: process.version })}\n`);
-  process.stdin.resume();
-  process.stdin.on('end', () => void server.close().then(() => process.exit(0)));
-}, (err) => {
-  process.stderr.write(`${err.stack}\n`);
-  process.exit(1);
-});
+}).then(
+  (server) => {
+    process.stdout.write(`${JSON.stringify({ url: server.url, node: process.version })}\n`);
+    process.stdin.resume();
+    process.stdin.on('end', () => void server.close().then(() => process.exit(0)));
+  },
+  (err) => {
+    process.stderr.write(`${err.stack}\n`);
+    process.exit(1);
+  },
+);

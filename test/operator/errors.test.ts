@@ -30,7 +30,9 @@ describe('operator GraphQL: session, errors and timeouts', () => {
   test('each request runs as bar_operator, with the calling operator in operator.id', async () => {
     for (const ops of [dev, prod]) {
       const { rows } = await db.owner.query<{ id: string }>(
-        "select id from private.operator_by_token_hash(sha256(convert_to($1, 'UTF8')))", [ops.token]);
+        "select id from private.operator_by_token_hash(sha256(convert_to($1, 'UTF8')))",
+        [ops.token],
+      );
       expect(rows).toHaveLength(1);
       const res = await ops.gql('{ testSession }');
       expect(res.body).toEqual({ data: { testSession: `bar_operator ${rows[0]!.id}` } });
@@ -44,7 +46,10 @@ describe('operator GraphQL: session, errors and timeouts', () => {
       const started = Date.now();
       const res = await ops.gql('{ testSleep(seconds: 5) }');
       expect(Date.now() - started).toBeLessThan(3000);
-      expect(res.body.errors![0]).toMatchObject({ message: 'The query took too long and was cancelled', extensions: { code: '57014' } });
+      expect(res.body.errors![0]).toMatchObject({
+        message: 'The query took too long and was cancelled',
+        extensions: { code: '57014' },
+      });
     }
   });
 
@@ -65,9 +70,14 @@ describe('operator GraphQL: session, errors and timeouts', () => {
     }
   });
 
-  test('in production the admin functions\' own messages are still shown', async () => {
-    const res = await prod.gql('mutation { revokeKey(input: { keyId: "00000000-0000-4000-8000-000000000000" }) { result { status } } }');
-    expect(res.body.errors![0]).toMatchObject({ message: 'unknown key 00000000-0000-4000-8000-000000000000', extensions: { code: 'P0002' } });
+  test("in production the admin functions' own messages are still shown", async () => {
+    const res = await prod.gql(
+      'mutation { revokeKey(input: { keyId: "00000000-0000-4000-8000-000000000000" }) { result { status } } }',
+    );
+    expect(res.body.errors![0]).toMatchObject({
+      message: 'unknown key 00000000-0000-4000-8000-000000000000',
+      extensions: { code: 'P0002' },
+    });
   });
 
   test('in production errors PostGraphile marks as safe (a bad cursor) are still shown', async () => {

@@ -8,7 +8,10 @@ import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createOperatorToken } from './support';
 
-interface Child { url: string; process: ChildProcessWithoutNullStreams }
+interface Child {
+  url: string;
+  process: ChildProcessWithoutNullStreams;
+}
 
 function startChild(databaseUrl: string, env: string): Promise<Child> {
   const child = spawn(process.execPath, [path.join(__dirname, 'child-server.js'), databaseUrl, env], {
@@ -22,7 +25,9 @@ function startChild(databaseUrl: string, env: string): Promise<Child> {
       const line = out.split('\n')[0];
       if (out.includes('\n')) resolve({ url: (JSON.parse(line!) as { url: string }).url, process: child });
     });
-    child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
     child.once('exit', (code) => reject(new Error(`operator server exited with ${code}: ${err}`)));
   });
 }
@@ -51,11 +56,12 @@ describe('operator GraphQL in a plain Node process', () => {
     await db?.drop();
   });
 
-  const query = (url: string) => fetch(`${url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query: '{ allPlans { nodes { name perMinute } } }' }),
-  });
+  const query = (url: string) =>
+    fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: '{ allPlans { nodes { name perMinute } } }' }),
+    });
 
   test.each(['development', 'production'])('answers queries (%s)', async (mode) => {
     const res = await query(mode === 'production' ? prod!.url : dev!.url);

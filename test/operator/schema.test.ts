@@ -27,9 +27,12 @@ describe('operator GraphQL: what the schema exposes', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const city = await db.owner.query<{ id: number }>(
-      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74) returning id");
+      "insert into private.cities (name, state, time_zone, latitude, longitude) values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74) returning id",
+    );
     await db.owner.query(
-      "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'The Tap', '1 Main St', 30.27, -97.74)", [city.rows[0]!.id]);
+      "insert into private.bars (city_id, name, address, latitude, longitude) values ($1, 'The Tap', '1 Main St', 30.27, -97.74)",
+      [city.rows[0]!.id],
+    );
     ops = await startOperatorHarness(db);
     const res = await ops.gql<IntrospectionQuery>(getIntrospectionQuery({ descriptions: true }));
     expect(res.status).toBe(200);
@@ -62,7 +65,9 @@ describe('operator GraphQL: what the schema exposes', () => {
     const apiKey = (schema.types as IntrospectionType[]).find((t) => t.name === 'ApiKey');
     expect(apiKey?.kind).toBe('OBJECT');
     const fields = apiKey!.kind === 'OBJECT' ? apiKey!.fields.map((f) => f.name) : [];
-    expect(fields).toEqual(expect.arrayContaining(['rowId', 'subscriberId', 'keyPrefix', 'status', 'createdAt', 'revokedAt', 'lastUsedAt']));
+    expect(fields).toEqual(
+      expect.arrayContaining(['rowId', 'subscriberId', 'keyPrefix', 'status', 'createdAt', 'revokedAt', 'lastUsedAt']),
+    );
     expect(fields).not.toContain('keyHash');
     const names = allNames(schema);
     expect(names.filter((n) => /operator/i.test(n))).toEqual([]);
@@ -73,18 +78,33 @@ describe('operator GraphQL: what the schema exposes', () => {
     const mutation = (schema.types as IntrospectionType[]).find((t) => t.name === schema.mutationType?.name);
     const fields = mutation && mutation.kind === 'OBJECT' ? mutation.fields.map((f) => f.name).sort() : [];
     expect(fields).toEqual([
-      'activateSubscriber', 'createPlan', 'createSubscriber', 'issueKey', 'revokeKey',
-      'setSubscriberPlan', 'setSubscriptionEndsAt', 'suspendSubscriber',
+      'activateSubscriber',
+      'createPlan',
+      'createSubscriber',
+      'issueKey',
+      'revokeKey',
+      'setSubscriberPlan',
+      'setSubscriptionEndsAt',
+      'suspendSubscriber',
     ]);
   });
 
   test('queries cover the admin schema and read-only bar data, nothing else', () => {
     const query = (schema.types as IntrospectionType[]).find((t) => t.name === 'Query');
     const fields = query && query.kind === 'OBJECT' ? query.fields.map((f) => f.name) : [];
-    expect(fields).toEqual(expect.arrayContaining([
-      'allPlans', 'allSubscribers', 'allApiKeys', 'allUsageAlerts', 'allDailyUsages', 'allBars', 'allCities',
-      'usageAlertsSince', 'dailyUsageSince',
-    ]));
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        'allPlans',
+        'allSubscribers',
+        'allApiKeys',
+        'allUsageAlerts',
+        'allDailyUsages',
+        'allBars',
+        'allCities',
+        'usageAlertsSince',
+        'dailyUsageSince',
+      ]),
+    );
     // private tables are not in the exposed schema (only the admin views over bars and cities)
     expect(fields.filter((f) => /event|post|photo|occupanc|categor|user|group/i.test(f))).toEqual([]);
   });
@@ -106,15 +126,19 @@ describe('operator GraphQL: what the schema exposes', () => {
     expect(rows.length).toBeGreaterThan(5);
     expect(rows.filter((r) => r.writable)).toEqual([]);
     const hash = await db.owner.query<{ can: boolean }>(
-      "select has_column_privilege('bar_operator', 'admin.api_keys', 'key_hash', 'select') as can");
+      "select has_column_privilege('bar_operator', 'admin.api_keys', 'key_hash', 'select') as can",
+    );
     expect(hash.rows[0]!.can).toBe(false);
     const token = await db.owner.query<{ can: boolean }>(
-      "select has_column_privilege('bar_operator', 'admin.operators', 'token_hash', 'select') as can");
+      "select has_column_privilege('bar_operator', 'admin.operators', 'token_hash', 'select') as can",
+    );
     expect(token.rows[0]!.can).toBe(false);
   });
 
   test('a generic CRUD mutation is a 400 validation error', async () => {
-    const res = await ops.gql('mutation { updateSubscriber(input: { id: "x", patch: { status: "active" } }) { clientMutationId } }');
+    const res = await ops.gql(
+      'mutation { updateSubscriber(input: { id: "x", patch: { status: "active" } }) { clientMutationId } }',
+    );
     expect(res.status).toBe(400);
     expect(res.body.errors![0]!.message).toMatch(/Cannot query field "updateSubscriber"/);
   });
@@ -123,9 +147,8 @@ describe('operator GraphQL: what the schema exposes', () => {
     const nest = (depth: number): string => {
       // allSubscribers > nodes > apiKeysBySubscriberId > nodes > subscriberBySubscriberId > ... (2 levels per hop)
       let inner = 'name';
-      for (let i = 0; i < depth; i++) inner = i % 2 === 0
-        ? `apiKeysBySubscriberId { nodes { subscriberBySubscriberId { ${inner} } } }`
-        : inner;
+      for (let i = 0; i < depth; i++)
+        inner = i % 2 === 0 ? `apiKeysBySubscriberId { nodes { subscriberBySubscriberId { ${inner} } } }` : inner;
       return `{ allSubscribers { nodes { ${inner} } } }`;
     };
 
@@ -163,7 +186,9 @@ describe('operator GraphQL: what the schema exposes', () => {
       for (let i = 1; i <= 8; i++) fragments.push(`fragment F${i} on Plan { ...F${i - 1} ...F${i - 1} }`);
       const res = await ops.gql(`{ allPlans { nodes { ...F8 } } } ${fragments.join(' ')}`);
       expect(res.status).toBe(400);
-      expect(res.body.errors!.map((e) => e.message).join('\n')).toMatch(/Query field count \d+ exceeds the maximum of 500/);
+      expect(res.body.errors!.map((e) => e.message).join('\n')).toMatch(
+        /Query field count \d+ exceeds the maximum of 500/,
+      );
     });
 
     test('a request body over the size limit is refused', async () => {

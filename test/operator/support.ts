@@ -7,7 +7,9 @@ import type { QueryLimits } from '../../server/operator/limits';
 import { startOperatorServer, type OperatorServer } from '../../server/operator/server';
 import type { TestDatabase } from '../support/db';
 
-export interface GraphQLResponse<T = Record<string, any>> {
+export interface GraphQLResponse<
+  T = Record<string, any> /* eslint-disable-line @typescript-eslint/no-explicit-any -- GraphQL data is untyped */,
+> {
   status: number;
   headers: Headers;
   body: { data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[]; error?: string };
@@ -17,11 +19,18 @@ export interface OperatorHarness {
   server: OperatorServer;
   token: string;
   /** POST /graphql with the operator token (or `token` when given; null: no Authorization header). */
-  gql<T = Record<string, any>>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  gql<T = Record<string, any> /* eslint-disable-line @typescript-eslint/no-explicit-any -- GraphQL data is untyped */>(
+    query: string,
+    variables?: Record<string, unknown>,
+    token?: string | null,
+  ): Promise<GraphQLResponse<T>>;
   close(): Promise<void>;
 }
 
-export async function createOperatorToken(db: TestDatabase, name = `ops-${Math.random().toString(36).slice(2, 8)}`): Promise<string> {
+export async function createOperatorToken(
+  db: TestDatabase,
+  name = `ops-${Math.random().toString(36).slice(2, 8)}`,
+): Promise<string> {
   const { rows } = await db.owner.query<{ token: string }>('select token from admin.create_operator($1)', [name]);
   return rows[0]!.token;
 }
@@ -41,11 +50,22 @@ export async function startOperatorHarness(
   return {
     server,
     token,
-    async gql<T>(query: string, variables?: Record<string, unknown>, useToken?: string | null): Promise<GraphQLResponse<T>> {
-      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/graphql-response+json' };
+    async gql<T>(
+      query: string,
+      variables?: Record<string, unknown>,
+      useToken?: string | null,
+    ): Promise<GraphQLResponse<T>> {
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json',
+      };
       const bearer = useToken === undefined ? token : useToken;
       if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
-      const res = await fetch(`${server.url}/graphql`, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
+      const res = await fetch(`${server.url}/graphql`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ query, variables }),
+      });
       return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLResponse<T>['body'] };
     },
     close: () => server.close(),
@@ -53,9 +73,14 @@ export async function startOperatorHarness(
 }
 
 /** A subscriber on the standard plan with one active key, made through the shared admin functions. */
-export async function createSubscriberWithKey(db: TestDatabase, name = 'Acme Data'): Promise<{ subscriberId: string; keyId: string; apiKey: string }> {
+export async function createSubscriberWithKey(
+  db: TestDatabase,
+  name = 'Acme Data',
+): Promise<{ subscriberId: string; keyId: string; apiKey: string }> {
   const sub = await db.owner.query<{ id: string }>('select id from admin.create_subscriber($1)', [name]);
   const subscriberId = sub.rows[0]!.id;
-  const key = await db.owner.query<{ id: string; api_key: string }>('select id, api_key from admin.issue_key($1)', [subscriberId]);
+  const key = await db.owner.query<{ id: string; api_key: string }>('select id, api_key from admin.issue_key($1)', [
+    subscriberId,
+  ]);
   return { subscriberId, keyId: key.rows[0]!.id, apiKey: key.rows[0]!.api_key };
 }

@@ -37,14 +37,21 @@ describe('operator GraphQL: usage aggregates and alerts', () => {
         for (const endpoint of ['bars', 'bars/:id', 'search']) {
           n += 1;
           if (n % 4 === 0) continue; // not every combination has traffic
-          rows.push({ day: day(offset), key_id: key.keyId, subscriber: key.subscriberId, endpoint, requests: (n * 37) % 50 + 1 });
+          rows.push({
+            day: day(offset),
+            key_id: key.keyId,
+            subscriber: key.subscriberId,
+            endpoint,
+            requests: ((n * 37) % 50) + 1,
+          });
         }
       }
     }
     // As the partner API's usage recorder writes them.
     await db.owner.query('select api.record_usage($1)', [JSON.stringify(rows)]);
 
-    const res = await ops.gql(`query($since: Date!) {
+    const res = await ops.gql(
+      `query($since: Date!) {
       allDailyUsages {
         totalCount
         aggregates { sum { requests } }
@@ -52,15 +59,30 @@ describe('operator GraphQL: usage aggregates and alerts', () => {
         byEndpoint: groupedAggregates(groupBy: [ENDPOINT]) { keys sum { requests } }
       }
       dailyUsageSince(since: $since) { aggregates { sum { requests } } }
-    }`, { since: day(1) });
+    }`,
+      { since: day(1) },
+    );
     expect(res.body.errors).toBeUndefined();
     const usage = res.body.data!.allDailyUsages;
     expect(usage.totalCount).toBe(rows.length);
     expect(Number(usage.aggregates.sum.requests)).toBe(rows.reduce((s, r) => s + r.requests, 0));
-    expect(fromGroups(usage.bySubscriberDay)).toEqual(sumBy(rows, (r) => `${r.subscriber}|${r.day}`, (r) => r.requests));
-    expect(fromGroups(usage.byEndpoint)).toEqual(sumBy(rows, (r) => r.endpoint, (r) => r.requests));
-    expect(Number(res.body.data!.dailyUsageSince.aggregates.sum.requests))
-      .toBe(rows.filter((r) => r.day >= day(1)).reduce((s, r) => s + r.requests, 0));
+    expect(fromGroups(usage.bySubscriberDay)).toEqual(
+      sumBy(
+        rows,
+        (r) => `${r.subscriber}|${r.day}`,
+        (r) => r.requests,
+      ),
+    );
+    expect(fromGroups(usage.byEndpoint)).toEqual(
+      sumBy(
+        rows,
+        (r) => r.endpoint,
+        (r) => r.requests,
+      ),
+    );
+    expect(Number(res.body.data!.dailyUsageSince.aggregates.sum.requests)).toBe(
+      rows.filter((r) => r.day >= day(1)).reduce((s, r) => s + r.requests, 0),
+    );
   });
 
   test('requests made on the partner REST API add up to what the aggregates show', async () => {
@@ -71,14 +93,17 @@ describe('operator GraphQL: usage aggregates and alerts', () => {
       for (const path of calls) await request(partner.app).get(path).set(bearer(key.apiKey));
       await partner.guard.usage.flush();
 
-      const res = await ops.gql(`query($id: UUID!) {
+      const res = await ops.gql(
+        `query($id: UUID!) {
         subscriberByRowId(rowId: $id) {
           dailyUsagesBySubscriberId {
             aggregates { sum { requests } }
             groupedAggregates(groupBy: [ENDPOINT]) { keys sum { requests } }
           }
         }
-      }`, { id: key.subscriberId });
+      }`,
+        { id: key.subscriberId },
+      );
       expect(res.body.errors).toBeUndefined();
       const usage = res.body.data!.subscriberByRowId.dailyUsagesBySubscriberId;
       expect(Number(usage.aggregates.sum.requests)).toBe(calls.length);
@@ -91,24 +116,39 @@ describe('operator GraphQL: usage aggregates and alerts', () => {
   test('alerts recorded by the rate limiter are readable; usageAlertsSince keeps to its window', async () => {
     const key = await issueKey(db.owner);
     const windowStart = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
-    await db.owner.query("select api.record_usage_alert($1, 'day', $2, 'warning', 800, 1000)", [key.keyId, windowStart]);
+    await db.owner.query("select api.record_usage_alert($1, 'day', $2, 'warning', 800, 1000)", [
+      key.keyId,
+      windowStart,
+    ]);
     // An old alert, outside "the last day"
-    await db.owner.query(`insert into admin.usage_alerts (api_key_id, subscriber_id, bucket, window_start, level, used, "limit", created_at)
+    await db.owner.query(
+      `insert into admin.usage_alerts (api_key_id, subscriber_id, bucket, window_start, level, used, "limit", created_at)
       values ($1, $2, 'day', $3, 'limit_reached', 1000, 1000, now() - interval '3 days')`,
-      [key.keyId, key.subscriberId, new Date(windowStart.getTime() - 3 * 86_400_000)]);
+      [key.keyId, key.subscriberId, new Date(windowStart.getTime() - 3 * 86_400_000)],
+    );
 
-    const res = await ops.gql(`query($since: Datetime!, $key: UUID!) {
+    const res = await ops.gql(
+      `query($since: Datetime!, $key: UUID!) {
       usageAlertsSince(since: $since, condition: { apiKeyId: $key }, orderBy: CREATED_AT_DESC) {
         nodes { level bucket used limit windowStart subscriberId apiKeyByApiKeyId { keyPrefix status } }
       }
       allUsageAlerts(condition: { apiKeyId: $key }) { totalCount }
-    }`, { since: new Date(Date.now() - 86_400_000).toISOString(), key: key.keyId });
+    }`,
+      { since: new Date(Date.now() - 86_400_000).toISOString(), key: key.keyId },
+    );
     expect(res.body.errors).toBeUndefined();
     const nodes = res.body.data!.usageAlertsSince.nodes as { windowStart: string }[];
-    expect(nodes).toEqual([{
-      level: 'warning', bucket: 'day', used: 800, limit: 1000, windowStart: expect.any(String),
-      subscriberId: key.subscriberId, apiKeyByApiKeyId: { keyPrefix: key.apiKey.slice(0, 12), status: 'active' },
-    }]);
+    expect(nodes).toEqual([
+      {
+        level: 'warning',
+        bucket: 'day',
+        used: 800,
+        limit: 1000,
+        windowStart: expect.any(String),
+        subscriberId: key.subscriberId,
+        apiKeyByApiKeyId: { keyPrefix: key.apiKey.slice(0, 12), status: 'active' },
+      },
+    ]);
     expect(new Date(nodes[0]!.windowStart).getTime()).toBe(windowStart.getTime());
     expect(res.body.data!.allUsageAlerts.totalCount).toBe(2);
   });
@@ -124,11 +164,19 @@ describe('operator GraphQL: usage aggregates and alerts', () => {
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
       await partner.guard.alerts.settle();
 
-      const res = await ops.gql(`query($since: Datetime!, $key: UUID!) {
+      const res = await ops.gql(
+        `query($since: Datetime!, $key: UUID!) {
         usageAlertsSince(since: $since, condition: { apiKeyId: $key }, orderBy: CREATED_AT_ASC) { nodes { level bucket used limit } }
-      }`, { since: new Date(Date.now() - 86_400_000).toISOString(), key: key.keyId });
+      }`,
+        { since: new Date(Date.now() - 86_400_000).toISOString(), key: key.keyId },
+      );
       expect(res.body.errors).toBeUndefined();
-      const alerts = res.body.data!.usageAlertsSince.nodes as { level: string; bucket: string; used: number; limit: number }[];
+      const alerts = res.body.data!.usageAlertsSince.nodes as {
+        level: string;
+        bucket: string;
+        used: number;
+        limit: number;
+      }[];
       expect(alerts.every((a) => a.bucket === 'minute' && a.limit === 5)).toBe(true);
       expect(alerts.map((a) => a.level)).toEqual(expect.arrayContaining(['warning', 'limit_reached']));
       expect(alerts.find((a) => a.level === 'limit_reached')!.used).toBe(5);

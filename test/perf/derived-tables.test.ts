@@ -92,7 +92,9 @@ describe('derived tables stay exact', () => {
     await q(`truncate private.posts, private.occupancy, private.opening_hours, private.bars cascade`);
     expect((await q('select count(*)::int as n from private.bar_live'))[0].n).toBe(0);
     expect(await drift()).toEqual(none);
-    await q(`insert into private.bars (city_id, name, address, latitude, longitude) values (1, 'Again', '1 St', 30.27, -97.74)`);
+    await q(
+      `insert into private.bars (city_id, name, address, latitude, longitude) values (1, 'Again', '1 St', 30.27, -97.74)`,
+    );
     await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
              select id, 3, '20:00', '03:00' from private.bars`);
     expect(await drift()).toEqual(none);

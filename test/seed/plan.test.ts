@@ -9,14 +9,21 @@ describe('city selection', () => {
     const austin = cities.find((c) => c.name === 'Austin' && c.state === 'TX');
     expect(austin).toMatchObject({ timeZone: 'America/Chicago' });
     expect(austin!.latitude).toBeCloseTo(30.27, 1);
-    expect(cities.filter((c) => !/^[A-Z]{2}$/.test(c.state) || !c.timeZone.startsWith('America/') && !c.timeZone.startsWith('Pacific/'))).toEqual([]);
+    expect(
+      cities.filter(
+        (c) =>
+          !/^[A-Z]{2}$/.test(c.state) || (!c.timeZone.startsWith('America/') && !c.timeZone.startsWith('Pacific/')),
+      ),
+    ).toEqual([]);
     const keys = cities.map((c) => `${c.state}|${c.name.toLowerCase()}`);
     expect(new Set(keys).size).toBe(keys.length);
   });
 
   test('always includes names with apostrophes and non-ASCII letters, in at least four time zones', () => {
     const showcase = showcaseCities();
-    expect(showcase.map((c) => `${c.name}, ${c.state}`)).toEqual(expect.arrayContaining(['Española, NM', 'Cañon City, CO', "Coeur d'Alene, ID"]));
+    expect(showcase.map((c) => `${c.name}, ${c.state}`)).toEqual(
+      expect.arrayContaining(['Española, NM', 'Cañon City, CO', "Coeur d'Alene, ID"]),
+    );
     expect(new Set(showcase.map((c) => c.timeZone)).size).toBeGreaterThanOrEqual(4);
     const small = selectCities(300).map((c) => c.name);
     for (const c of showcase) expect(small).toContain(c.name);
@@ -87,7 +94,11 @@ describe('hours and occupancy profiles', () => {
 describe('db:seed arguments', () => {
   test('defaults and values', () => {
     expect(parseSeedArgs([], 5000)).toEqual({ bars: 5000, seed: 1, reset: false });
-    expect(parseSeedArgs(['--bars', '1000000', '--seed', '42', '--reset'], 5000)).toEqual({ bars: 1_000_000, seed: 42, reset: true });
+    expect(parseSeedArgs(['--bars', '1000000', '--seed', '42', '--reset'], 5000)).toEqual({
+      bars: 1_000_000,
+      seed: 42,
+      reset: true,
+    });
   });
 
   test.each([

@@ -12,7 +12,8 @@ async function checksums(db: TestDatabase): Promise<Record<string, string>> {
   const result: Record<string, string> = {};
   for (const table of barDataTables) {
     const { rows } = await db.owner.query<{ md5: string | null }>(
-      `select md5(string_agg(x::text, '|' order by x::text)) as md5 from private.${table} x`);
+      `select md5(string_agg(x::text, '|' order by x::text)) as md5 from private.${table} x`,
+    );
     result[table] = rows[0]!.md5 ?? 'empty';
   }
   return result;
@@ -35,7 +36,9 @@ describe('demo data generator', () => {
   afterAll(() => Promise.all([a?.drop(), b?.drop()]));
 
   test('produces the promised counts', async () => {
-    const counts = await one<Record<string, number>>(a, `
+    const counts = await one<Record<string, number>>(
+      a,
+      `
       select (select count(*)::int from private.bars) as bars,
              (select count(*)::int from private.cities) as cities,
              (select count(*)::int from private.events) as events,
@@ -45,7 +48,8 @@ describe('demo data generator', () => {
              (select count(distinct bar_id)::int from private.opening_hours) as bars_with_hours,
              (select max(n)::int from (select count(*) as n from private.photos group by bar_id) p) as max_photos,
              (select max(n)::int from (select count(*) as n from private.post_media group by post_id) m) as max_media,
-             (select count(*)::int from private.bar_groups) as group_members`);
+             (select count(*)::int from private.bar_groups) as group_members`,
+    );
     expect(counts.bars).toBe(bars);
     expect(counts.cities).toBe(selectCities(bars).length);
     expect(counts.cities).toBeGreaterThanOrEqual(10);
@@ -67,38 +71,56 @@ describe('demo data generator', () => {
   });
 
   test('every bar has exactly one primary category and at most three', async () => {
-    const bad = await one<{ n: number }>(a, `
+    const bad = await one<{ n: number }>(
+      a,
+      `
       select count(*)::int as n from private.bars b
       where (select count(*) from private.bar_categories c where c.bar_id = b.id and c.is_primary) <> 1
-         or (select count(*) from private.bar_categories c where c.bar_id = b.id) not between 1 and 3`);
+         or (select count(*) from private.bar_categories c where c.bar_id = b.id) not between 1 and 3`,
+    );
     expect(bad.n).toBe(0);
   });
 
   test('cities span time zones and names with spaces, apostrophes and non-ASCII letters', async () => {
-    const r = await one<Record<string, number | boolean>>(a, `
+    const r = await one<Record<string, number | boolean>>(
+      a,
+      `
       select count(distinct time_zone)::int as zones,
              count(distinct time_zone) filter (where name ~ '[''‘’]' or name ~ '[^\\x01-\\x7f]')::int as unusual_zones,
              bool_or(name like '% %') as space, bool_or(name like '%''%') as apostrophe,
              bool_or(name ~ '[^\\x01-\\x7f]') as non_ascii,
              bool_or(name = 'Española' and state = 'NM') as espanola
-      from private.cities`);
-    expect(r).toEqual({ zones: expect.any(Number), unusual_zones: expect.any(Number), space: true, apostrophe: true, non_ascii: true, espanola: true });
+      from private.cities`,
+    );
+    expect(r).toEqual({
+      zones: expect.any(Number),
+      unusual_zones: expect.any(Number),
+      space: true,
+      apostrophe: true,
+      non_ascii: true,
+      espanola: true,
+    });
     expect(r.zones).toBeGreaterThanOrEqual(4);
     expect(r.unusual_zones).toBeGreaterThanOrEqual(4);
   });
 
   test('hours have several slots a day, after-midnight closing and closed days', async () => {
-    const r = await one<Record<string, number>>(a, `
+    const r = await one<Record<string, number>>(
+      a,
+      `
       select (select count(*)::int from private.opening_hours where closes < opens) as after_midnight,
              (select count(*)::int from (select 1 from private.opening_hours group by bar_id, day_of_week having count(*) > 1) s) as split_days,
              (select count(*)::int from (select 1 from private.opening_hours group by bar_id having count(distinct day_of_week) < 7) s) as with_closed_days,
-             (select count(*)::int from private.opening_hours where day_of_week in (5, 6) and closes < opens and closes > '00:00') as weekend_late`);
+             (select count(*)::int from private.opening_hours where day_of_week in (5, 6) and closes < opens and closes > '00:00') as weekend_late`,
+    );
     for (const value of Object.values(r)) expect(value).toBeGreaterThan(0);
   });
 
   test('occupancy is 0 exactly when the bar is closed by its hours, at seed time and in the weekly profile', async () => {
     // Open-ness recomputed from opening_hours, independently of the generator's templates.
-    const r = await one<Record<string, number>>(a, `
+    const r = await one<Record<string, number>>(
+      a,
+      `
       with at_hour as (
         select b.id, o.current_intensity, o.weekly_profile, h.idx,
                timestamp '2024-01-01 00:00' + make_interval(hours => h.idx) as local -- 2024-01-01 is a Monday
@@ -125,7 +147,9 @@ describe('demo data generator', () => {
              (select count(*) from now_local where current_intensity > 0)::int as open_now,
              avg(weekly_profile[idx + 1]) filter (where idx in (4 * 24 + 22, 5 * 24 + 22)) as friday_saturday_22,
              avg(weekly_profile[idx + 1]) filter (where idx = 1 * 24 + 16) as tuesday_16
-      from open_at`, [anchor]);
+      from open_at`,
+      [anchor],
+    );
     expect(r.profile_mismatches).toBe(0);
     expect(r.now_mismatches).toBe(0);
     expect(r.closed_now).toBeGreaterThan(0);
@@ -134,34 +158,55 @@ describe('demo data generator', () => {
   });
 
   test('events cover every classification, in local evenings, 1-4 hours, 60 days either side', async () => {
-    const { rows } = await a.owner.query<{ classification: string }>('select distinct classification from private.events order by 1');
-    expect(rows.map((r) => r.classification)).toEqual(
-      ['comedy', 'dj', 'happy_hour', 'karaoke', 'live_music', 'special', 'sports', 'trivia']);
-    const r = await one<Record<string, number>>(a, `
+    const { rows } = await a.owner.query<{ classification: string }>(
+      'select distinct classification from private.events order by 1',
+    );
+    expect(rows.map((r) => r.classification)).toEqual([
+      'comedy',
+      'dj',
+      'happy_hour',
+      'karaoke',
+      'live_music',
+      'special',
+      'sports',
+      'trivia',
+    ]);
+    const r = await one<Record<string, number>>(
+      a,
+      `
       select count(*) filter (where extract(hour from e.start_at at time zone c.time_zone) not between 12 and 23)::int as odd_start,
              count(*) filter (where e.end_at - e.start_at not between interval '1 hour' and interval '4 hours')::int as odd_length,
              count(*) filter (where e.start_at not between $1::timestamptz - interval '61 days' and $1::timestamptz + interval '61 days')::int as out_of_range,
              count(*) filter (where e.created_at > least(e.start_at, $1::timestamptz))::int as created_late,
              count(*) filter (where e.start_at > $1::timestamptz)::int as upcoming
-      from private.events e join private.cities c on c.id = e.city_id`, [anchor]);
+      from private.events e join private.cities c on c.id = e.city_id`,
+      [anchor],
+    );
     expect(r).toEqual({ odd_start: 0, odd_length: 0, out_of_range: 0, created_late: 0, upcoming: expect.any(Number) });
     expect(r.upcoming).toBeGreaterThan(bars);
   });
 
   test('posts are from the last 60 days with 0-3 absolute https media', async () => {
-    const r = await one<Record<string, number>>(a, `
+    const r = await one<Record<string, number>>(
+      a,
+      `
       select (select count(*) from private.posts where created_at not between $1::timestamptz - interval '61 days' and $1::timestamptz)::int as out_of_range,
              (select count(*) from private.post_media where url !~ '^https://')::int as bad_media,
              (select count(*) from private.photos where url !~ '^https://')::int as bad_photos,
              (select count(*) from private.bars where website !~ '^https://' or profile_picture_url !~ '^https://')::int as bad_bar_urls,
-             (select count(*) from private.bars where google_rating not between 0 and 5 or price_level not between 1 and 4)::int as bad_values`, [anchor]);
+             (select count(*) from private.bars where google_rating not between 0 and 5 or price_level not between 1 and 4)::int as bad_values`,
+      [anchor],
+    );
     expect(r).toEqual({ out_of_range: 0, bad_media: 0, bad_photos: 0, bad_bar_urls: 0, bad_values: 0 });
   });
 
   test('groups hold bars of their own city', async () => {
-    const r = await one<Record<string, number>>(a, `
+    const r = await one<Record<string, number>>(
+      a,
+      `
       select count(distinct g.id)::int as groups, count(*) filter (where b.city_id <> g.city_id)::int as foreign_bars
-      from private.groups g join private.bar_groups bg on bg.group_id = g.id join private.bars b on b.id = bg.bar_id`);
+      from private.groups g join private.bar_groups bg on bg.group_id = g.id join private.bars b on b.id = bg.bar_id`,
+    );
     expect(r.groups).toBeGreaterThanOrEqual(2);
     expect(r.foreign_bars).toBe(0);
   });
@@ -172,8 +217,10 @@ describe('demo data generator', () => {
              (select string_agg(conname || pg_get_constraintdef(oid), E'\\n' order by conname)
                 from pg_constraint where connamespace = 'private'::regnamespace and contype = 'f') as fks`;
     expect(await one(a, catalog)).toEqual(await one(b, catalog)); // b is still the untouched template clone
-    const inserted = await one<{ id: number }>(a,
-      "insert into private.users (username) values ('after_seed') returning id");
+    const inserted = await one<{ id: number }>(
+      a,
+      "insert into private.users (username) values ('after_seed') returning id",
+    );
     expect(inserted.id).toBeGreaterThan(bars / 4);
     await a.owner.query("delete from private.users where username = 'after_seed'");
   });
@@ -198,6 +245,8 @@ describe('demo data generator', () => {
 
   test('rejects a bar count or seed out of range before touching the database', async () => {
     await expect(seedDemoData('postgres://nowhere.invalid/x', { bars: 0 })).rejects.toThrow(/bars must be an integer/);
-    await expect(seedDemoData('postgres://nowhere.invalid/x', { bars: 10, seed: -1 })).rejects.toThrow(/seed must be an integer/);
+    await expect(seedDemoData('postgres://nowhere.invalid/x', { bars: 10, seed: -1 })).rejects.toThrow(
+      /seed must be an integer/,
+    );
   });
 });

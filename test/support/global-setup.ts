@@ -12,7 +12,6 @@ import { migrateDatabase } from '../../server/db/migrate';
 import { databaseUrl } from './urls';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __embeddedTestPostgres: EmbeddedDatabase | undefined;
 }
 
@@ -27,14 +26,18 @@ export default async function globalSetup(): Promise<void> {
     });
     globalThis.__embeddedTestPostgres = embedded;
     adminUrl = embedded.adminUrl;
-    process.stdout.write('\n[tests] PostgreSQL: embedded server (set TEST_DATABASE_URL or DATABASE_URL to use another)\n');
+    process.stdout.write(
+      '\n[tests] PostgreSQL: embedded server (set TEST_DATABASE_URL or DATABASE_URL to use another)\n',
+    );
   } else {
     process.stdout.write(`\n[tests] PostgreSQL: ${new URL(adminUrl).host}\n`);
   }
   const redisUrl = process.env.TEST_REDIS_URL || process.env.REDIS_URL || '';
-  process.stdout.write(redisUrl
-    ? `[tests] Redis: ${new URL(redisUrl).host}\n`
-    : '[tests] Redis: none (set TEST_REDIS_URL or REDIS_URL); tests that need Redis are SKIPPED\n');
+  process.stdout.write(
+    redisUrl
+      ? `[tests] Redis: ${new URL(redisUrl).host}\n`
+      : '[tests] Redis: none (set TEST_REDIS_URL or REDIS_URL); tests that need Redis are SKIPPED\n',
+  );
 
   const run = `${process.pid}_${Date.now().toString(36)}`;
   const template = `bars_test_${run}_tpl`;

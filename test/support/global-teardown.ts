@@ -9,7 +9,9 @@ export default async function globalTeardown(): Promise<void> {
     await admin.connect();
     try {
       const { rows } = await admin.query<{ datname: string }>(
-        "select datname from pg_database where datname like 'bars\\_test\\_' || $1 || '\\_%'", [run]);
+        "select datname from pg_database where datname like 'bars\\_test\\_' || $1 || '\\_%'",
+        [run],
+      );
       for (const { datname } of rows) {
         await admin.query(`drop database if exists ${admin.escapeIdentifier(datname)} with (force)`);
       }

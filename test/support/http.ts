@@ -4,7 +4,10 @@ import type { AddressInfo } from 'node:net';
 import type express from 'express';
 
 export interface Listening {
-  get(path: string, headers?: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
+  get(
+    path: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
   close(): Promise<void>;
 }
 

@@ -54,14 +54,25 @@ export function responsePointer(method: string, url: string, status: number): st
     if (status !== 405) throw new Error(`${method} ${url}: expected 405, got ${status}`);
     return '/components/responses/MethodNotAllowed';
   }
-  const match = path.startsWith(`${PARTNER_PREFIX}/`) ? templates.find((t) => t.regex.test(path.slice(PARTNER_PREFIX.length))) : undefined;
+  const match = path.startsWith(`${PARTNER_PREFIX}/`)
+    ? templates.find((t) => t.regex.test(path.slice(PARTNER_PREFIX.length)))
+    : undefined;
   if (!match) {
-    const generic: Record<number, string> = { 404: 'NotFound', 406: 'NotAcceptable', 401: 'Unauthorized', 403: 'Forbidden', 429: 'TooManyRequests', 503: 'Unavailable', 500: 'InternalError' };
+    const generic: Record<number, string> = {
+      404: 'NotFound',
+      406: 'NotAcceptable',
+      401: 'Unauthorized',
+      403: 'Forbidden',
+      429: 'TooManyRequests',
+      503: 'Unavailable',
+      500: 'InternalError',
+    };
     if (!generic[status]) throw new Error(`${method} ${url}: undocumented path answered ${status}`);
     return `/components/responses/${generic[status]}`;
   }
   const responses = `/paths/${escape(match.template)}/get/responses`;
-  if (!(String(status) in at(responses))) throw new Error(`${method} ${url}: status ${status} is not documented for ${match.template}`);
+  if (!(String(status) in at(responses)))
+    throw new Error(`${method} ${url}: status ${status} is not documented for ${match.template}`);
   return deref(`${responses}/${status}`);
 }
 
@@ -73,10 +84,16 @@ export interface ContractResponse {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export function validateResponse(method: string, url: string, res: { status: number; headers: Record<string, string>; text?: string }): void {
+export function validateResponse(
+  method: string,
+  url: string,
+  res: { status: number; headers: Record<string, string>; text?: string },
+): void {
   const pointer = responsePointer(method, url, res.status);
   const problems: string[] = [];
-  if (!/^application\/json(;|$)/.test(res.headers['content-type'] ?? '')) problems.push(`Content-Type is ${res.headers['content-type']}`);
+  const bodiless = method === 'HEAD' || res.status === 304;
+  if (res.status !== 304 && !/^application\/json(;|$)/.test(res.headers['content-type'] ?? ''))
+    problems.push(`Content-Type is ${res.headers['content-type']}`);
   const headers = (at(pointer).headers ?? {}) as Json;
   for (const name of Object.keys(headers)) {
     const headerPointer = deref(`${pointer}/headers/${escape(name)}`);
@@ -91,7 +108,7 @@ export function validateResponse(method: string, url: string, res: { status: num
     const v = validator(`${headerPointer}/schema`);
     if (!v(value)) problems.push(`header ${name}: ${raw} ${ajv.errorsText(v.errors)}`);
   }
-  if (method !== 'HEAD') {
+  if (!bodiless) {
     let body: unknown;
     try {
       body = JSON.parse(res.text ?? '');
@@ -104,19 +121,32 @@ export function validateResponse(method: string, url: string, res: { status: num
     }
   }
   if (problems.length) {
-    throw new Error(`${method} ${url} -> ${res.status} breaks the OpenAPI document:\n  ${problems.join('\n  ')}\n${res.text?.slice(0, 2000) ?? ''}`);
+    throw new Error(
+      `${method} ${url} -> ${res.status} breaks the OpenAPI document:\n  ${problems.join('\n  ')}\n${res.text?.slice(0, 2000) ?? ''}`,
+    );
   }
 }
 
 /** A request through supertest whose response is validated against the document before the test sees it. */
-export async function call(app: Express, method: string, url: string, headers: Record<string, string> = {}): Promise<ContractResponse> {
+export async function call(
+  app: Express,
+  method: string,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<ContractResponse> {
   const agent = request(app) as unknown as Record<string, (url: string) => request.Test>;
   let test = agent[method.toLowerCase()]!(url);
   for (const [k, v] of Object.entries(headers)) test = test.set(k, v);
   const res = await test;
-  const text = method === 'HEAD' ? '' : res.text;
+  const bodiless = method === 'HEAD' || res.status === 304;
+  const text = bodiless ? '' : res.text;
   validateResponse(method, url, { status: res.status, headers: res.headers as Record<string, string>, text });
-  return { status: res.status, headers: res.headers as Record<string, string>, text, body: method === 'HEAD' ? undefined : JSON.parse(text) };
+  return {
+    status: res.status,
+    headers: res.headers as Record<string, string>,
+    text,
+    body: bodiless ? undefined : JSON.parse(text),
+  };
 }
 
 export const get = (app: Express, url: string, headers?: Record<string, string>) => call(app, 'GET', url, headers);

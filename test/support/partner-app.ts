@@ -30,13 +30,19 @@ export const testGuard: RequestHandler = (_req, res, next) => {
 };
 
 /** Log lines the app wrote, parsed. */
-export interface LogCapture { lines: Record<string, unknown>[] }
+export interface LogCapture {
+  lines: Record<string, unknown>[];
+}
 
-export function buildApp(pool: Pool, options: { trustProxy?: boolean | number | string; guard?: RequestHandler[] } = {}) {
+export function buildApp(
+  pool: Pool,
+  options: { trustProxy?: boolean | number | string; guard?: RequestHandler[] } = {},
+) {
   const log: LogCapture = { lines: [] };
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) log.lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        log.lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });

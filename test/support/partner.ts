@@ -20,16 +20,22 @@ export interface PartnerInstance {
   close(): Promise<void>;
 }
 
-export async function startPartner(db: TestDatabase, options: { redis?: RedisClient; redisPrefix?: string; logger?: pino.Logger } = {}): Promise<PartnerInstance> {
+export async function startPartner(
+  db: TestDatabase,
+  options: { redis?: RedisClient; redisPrefix?: string; logger?: pino.Logger } = {},
+): Promise<PartnerInstance> {
   const pool = db.partnerPool();
   const logger = options.logger ?? silentLogger;
   const guard = await createPartnerGuard({
-    pool, databaseUrl: db.url, logger, redis: options.redis,
+    pool,
+    databaseUrl: db.url,
+    logger,
+    redis: options.redis,
     redisPrefix: options.redisPrefix ?? `test:${randomBytes(6).toString('hex')}:`,
     usageFlushMs: 60_000, // tests flush explicitly
   });
   const app = createPartnerApp({ config: { env: 'test' }, logger, pool, guard: guard.handlers });
-  return { app, guard, pool, close: () => guard.close() };
+  return { app, guard, pool, close: async () => void (await guard.close()) };
 }
 
 export interface IssuedKey {
@@ -38,20 +44,33 @@ export interface IssuedKey {
   apiKey: string;
 }
 
-export async function createPlan(owner: Pool, perMinute: number | null, perDay: number | null = null, perMonth: number | null = null): Promise<string> {
+export async function createPlan(
+  owner: Pool,
+  perMinute: number | null,
+  perDay: number | null = null,
+  perMonth: number | null = null,
+): Promise<string> {
   const name = `plan-${randomBytes(4).toString('hex')}`;
   await owner.query('select admin.create_plan($1, $2, $3, $4)', [name, perMinute, perDay, perMonth]);
   return name;
 }
 
-export async function issueKey(owner: Pool, options: { plan?: string; endsAt?: Date | null; subscriberId?: string } = {}): Promise<IssuedKey> {
+export async function issueKey(
+  owner: Pool,
+  options: { plan?: string; endsAt?: Date | null; subscriberId?: string } = {},
+): Promise<IssuedKey> {
   let subscriberId = options.subscriberId;
   if (!subscriberId) {
-    const { rows } = await owner.query<{ id: string }>('select id from admin.create_subscriber($1, $2, $3)',
-      [`Partner ${randomBytes(3).toString('hex')}`, options.plan ?? 'standard', options.endsAt ?? null]);
+    const { rows } = await owner.query<{ id: string }>('select id from admin.create_subscriber($1, $2, $3)', [
+      `Partner ${randomBytes(3).toString('hex')}`,
+      options.plan ?? 'standard',
+      options.endsAt ?? null,
+    ]);
     subscriberId = rows[0]!.id;
   }
-  const { rows } = await owner.query<{ id: string; api_key: string }>('select id, api_key from admin.issue_key($1)', [subscriberId]);
+  const { rows } = await owner.query<{ id: string; api_key: string }>('select id, api_key from admin.issue_key($1)', [
+    subscriberId,
+  ]);
   return { subscriberId, keyId: rows[0]!.id, apiKey: rows[0]!.api_key };
 }
 

@@ -18,7 +18,10 @@ function freePort(): Promise<number> {
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -38,7 +41,11 @@ export class OwnRedisServer {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     this.child = child;
     for (let i = 0; i < 100; i++) {
       if (await answers(this.port)) return;
@@ -46,6 +53,11 @@ export class OwnRedisServer {
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`redis-server did not start on port ${this.port}`);
+  }
+
+  /** Freezes it (SIGSTOP: connections stay open, nothing answers) or thaws it (SIGCONT). */
+  freeze(frozen = true): void {
+    this.child?.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
   }
 
   /** Stops it hard (SIGKILL: like a crash) and waits until it is gone. */

@@ -1,0 +1,124 @@
+-- Value helpers shared by the endpoint functions (repeatable file; see db/CONVENTIONS.md).
+-- Pure formatting and arithmetic: no table access.
+
+-- The contract's one timestamp format: 2026-11-22T21:30:00Z.
+-- The json and formatting helpers are STABLE, not IMMUTABLE, like the to_char
+-- and json_build_object they call: only then does the planner inline them
+-- (an IMMUTABLE function over STABLE calls is run as a separate call per row,
+-- ~3x slower on a list of a thousand events).
+create or replace function private.iso_utc(ts timestamptz) returns text
+  language sql stable parallel safe
+as $$ select to_char(ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
+
+-- The instant a local calendar day starts in a time zone (DST-safe: a day may be 23 or 25 hours).
+create or replace function private.local_day_start(p_day date, p_time_zone text) returns timestamptz
+  language sql stable parallel safe
+as $$ select p_day::timestamp at time zone p_time_zone $$;
+
+-- A date filter value (validated by the server: YYYY-MM-DD or an ISO 8601 date-time)
+-- as a half-open bound [lo, hi). A date is a local day of the city; an end date
+-- includes its whole day; an end date-time is inclusive. A date-time without an
+-- offset is the city's local time.
+create or replace function private.date_bound(p_value text, p_time_zone text, p_is_end boolean) returns timestamptz
+  language sql stable parallel safe
+as $$
+  select case
+    when p_value is null then null
+    when p_value ~ '^\d{4}-\d{2}-\d{2}$' then
+      private.local_day_start(p_value::date + case when p_is_end then 1 else 0 end, p_time_zone)
+    when p_value ~* '(z|[+-]\d{2}(:?\d{2})?)$' then
+      p_value::timestamptz + case when p_is_end then interval '1 microsecond' else interval '0' end
+    else
+      (p_value::timestamp at time zone p_time_zone) + case when p_is_end then interval '1 microsecond' else interval '0' end
+  end
+$$;
+
+create or replace function private.pagination_json(p_page integer, p_per_page integer, p_total bigint) returns json
+  language sql stable parallel safe
+as $$
+  select json_build_object(
+    'current_page', p_page,
+    'total_pages', ceil(p_total::numeric / p_per_page)::bigint,
+    'total_count', p_total,
+    'per_page', p_per_page)
+$$;
+
+-- Bar ids arrive as text; only canonical positive integers can name a bar.
+create or replace function private.bar_id_or_null(p_id text) returns bigint
+  language sql immutable parallel safe
+as $$ select case when p_id ~ '^[1-9][0-9]{0,17}$' then p_id::bigint end $$;
+
+create or replace function private.like_prefix(p_text text) returns text
+  language sql immutable parallel safe
+as $$ select replace(replace(replace(p_text, '\', '\\'), '%', '\%'), '_', '\_') || '%' $$;
+
+create or replace function private.geojson_point(p_latitude double precision, p_longitude double precision) returns json
+  language sql stable parallel safe
+as $$ select json_build_object('type', 'Point', 'coordinates', json_build_array(p_longitude, p_latitude)) $$;
+
+-- Minutes of the week (Monday 00:00 = 0) a slot is open; an after-midnight
+-- slot runs into the next day (Sunday into Monday).
+create or replace function private.slot_minutes(p_day smallint, p_opens time, p_closes time) returns int4multirange
+  language sql immutable parallel safe
+as $$
+  select case when p_closes > p_opens
+    then int4multirange(int4range((p_day - 1) * 1440 + (extract(epoch from p_opens) / 60)::int,
+                                  (p_day - 1) * 1440 + (extract(epoch from p_closes) / 60)::int))
+    else int4multirange(int4range((p_day - 1) * 1440 + (extract(epoch from p_opens) / 60)::int, p_day * 1440),
+                        int4range((p_day % 7) * 1440, (p_day % 7) * 1440 + (extract(epoch from p_closes) / 60)::int))
+  end
+$$;
+
+-- The minute of the week of a local wall-clock time (seconds dropped: slots are whole minutes).
+create or replace function private.minute_of_week(p_local timestamp) returns integer
+  language sql immutable parallel safe
+as $$ select (extract(isodow from p_local)::int - 1) * 1440 + extract(hour from p_local)::int * 60 + extract(minute from p_local)::int $$;
+
+create or replace function private.occupancy_status(p_intensity integer, p_open boolean) returns text
+  language sql immutable parallel safe
+as $$
+  select case
+    when not p_open then 'closed'
+    when p_intensity is null then null
+    when p_intensity < 25 then 'quiet'
+    when p_intensity < 50 then 'moderate'
+    when p_intensity < 75 then 'busy'
+    else 'very_busy'
+  end
+$$;
+
+create or replace function private.category_json(c private.categories) returns json
+  language sql stable parallel safe
+as $$ select json_build_object('name', c.name, 'slug', c.slug) $$;
+
+-- Event, short form (bar detail).
+create or replace function private.event_short_json(e private.events) returns json
+  language sql stable parallel safe
+as $$
+  select json_build_object(
+    'id', e.id::text, 'name', e.title, 'description', e.description,
+    'start_at', private.iso_utc(e.start_at), 'end_at', private.iso_utc(e.end_at))
+$$;
+
+-- Event, short form with its bar (bars_by_city events_today, feed events).
+create or replace function private.event_with_bar_json(e private.events, b private.bars) returns json
+  language sql stable parallel safe
+as $$
+  select json_build_object(
+    'id', e.id::text, 'name', e.title, 'description', e.description,
+    'start_at', private.iso_utc(e.start_at), 'end_at', private.iso_utc(e.end_at),
+    'bar', json_build_object('id', b.id::text, 'name', b.name))
+$$;
+
+-- BarSummary (embedded in events and posts).
+create or replace function private.bar_summary_json(b private.bars, c private.cities) returns json
+  language sql stable parallel safe
+as $$
+  select json_build_object(
+    'id', b.id::text, 'name', b.name, 'address', b.address, 'city', c.name, 'state', c.state,
+    'latitude', b.latitude, 'longitude', b.longitude, 'profile_picture_url', b.profile_picture_url)
+$$;
+
+create or replace function private.city_json(c private.cities) returns json
+  language sql stable parallel safe
+as $$ select json_build_object('name', c.name, 'state', c.state) $$;

@@ -1,0 +1,462 @@
+-- GET bars (repeatable file; see db/CONVENTIONS.md).
+--
+-- Filters combine (AND). Order: nearest first when latitude/longitude are given,
+-- else the order of `ids`, else name then id.
+--
+-- Plan caching: plpgsql with static SQL only. Each way of finding the page is
+-- its own statement (so its cached generic plan is the right index walk):
+--   ids                 primary key probes (bars_pkey), ordered in memory
+--   center + radius     KNN walk of bars_geo with the radius box as index condition
+--   center              KNN walk of bars_geo
+--   box, many bars      walk of bars_name_id with the box as a filter
+--   box, few bars       bars_location, then sort
+--   category            walk of bars_name_id probing bar_categories' primary key
+--   nothing             walk of bars_name_id
+-- Filters that never choose the index (category beside a location, the v1.1
+-- filters) are written `(<not given> or <test>)`: a plan-time constant in a
+-- custom plan, one boolean test per row in the generic plan.
+-- With v1.1 filters (and no ids) the page is found in bounded work instead: the
+-- walk above over at most 5,000 candidates, tested set-based; when that cannot
+-- prove the page, the matching bars of the region (box, category, radius or all)
+-- are collected set-based from bar_live and sorted (see the block in api.bars).
+-- The page (ordered ids) is then rendered by one statement.
+
+-- Old signature (v1.0, without the v1.1 filters).
+drop function if exists api.bars(text[], text, double precision, double precision, double precision,
+  double precision, double precision, double precision, double precision, integer, timestamptz);
+
+-- The v1.1 filters of GET bars and GET bars_by_city (decisions.md "Filters") on
+-- one bar's values: open at an instant is judged in the bar's local time against
+-- bar_live.open_week (after-midnight slots run into the next day); status is the
+-- current occupancy status (an open bar without occupancy data has none and
+-- matches no status). An expression (inlined into the caller).
+create or replace function private.bar_filter_ok(
+  p_open_week int4multirange, p_intensity smallint, p_time_zone text, p_price_level smallint, p_rating numeric,
+  p_now timestamptz, p_open_now boolean, p_open_at timestamptz,
+  p_price_levels integer[], p_min_rating numeric, p_statuses text[]
+) returns boolean
+  language sql stable parallel safe
+as $$
+  select (p_open_now is null
+          or coalesce(p_open_week @> private.minute_of_week(p_now at time zone p_time_zone), false) = p_open_now)
+     and (p_open_at is null
+          or coalesce(p_open_week @> private.minute_of_week(p_open_at at time zone p_time_zone), false))
+     and (p_price_levels is null or coalesce(p_price_level = any (p_price_levels), false))
+     and (p_min_rating is null or coalesce(p_rating >= p_min_rating, false))
+     and (p_statuses is null
+          or coalesce(private.occupancy_status(p_intensity,
+               coalesce(p_open_week @> private.minute_of_week(p_now at time zone p_time_zone), false)) = any (p_statuses), false))
+$$;
+
+-- The same by bar id (a few primary-key probes). A scalar sub-select, so the
+-- planner runs it per candidate row of an index walk and never turns it into a
+-- join over every bar.
+create or replace function private.bar_filters_match(
+  p_bar_id bigint, p_now timestamptz, p_open_now boolean, p_open_at timestamptz,
+  p_price_levels integer[], p_min_rating numeric, p_statuses text[]
+) returns boolean
+  language sql stable parallel safe
+as $$
+  select coalesce((
+    select private.bar_filter_ok(l.open_week, l.current_intensity, d.time_zone, l.price_level, l.google_rating,
+                                 p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+    from private.bar_live l
+    join private.bar_documents d on d.bar_id = l.bar_id
+    where l.bar_id = p_bar_id), false)
+$$;
+
+-- The same test with the local minutes of the week already computed (per city,
+-- once per statement: the time-zone conversion is the expensive part of a test
+-- over many bars). p_minute_now / p_minute_at: p_now / p_open_at in the bar's
+-- city's local time. Equals bar_filter_ok for the bar's time zone.
+create or replace function private.bar_filter_at(
+  p_open_week int4multirange, p_intensity smallint, p_price_level smallint, p_rating numeric,
+  p_minute_now integer, p_minute_at integer, p_open_now boolean, p_open_at timestamptz,
+  p_price_levels integer[], p_min_rating numeric, p_statuses text[]
+) returns boolean
+  language sql immutable parallel safe
+as $$
+  select (p_open_now is null or coalesce(p_open_week @> p_minute_now, false) = p_open_now)
+     and (p_open_at is null or coalesce(p_open_week @> p_minute_at, false))
+     and (p_price_levels is null or coalesce(p_price_level = any (p_price_levels), false))
+     and (p_min_rating is null or coalesce(p_rating >= p_min_rating, false))
+     and (p_statuses is null
+          or coalesce(private.occupancy_status(p_intensity, coalesce(p_open_week @> p_minute_now, false)) = any (p_statuses), false))
+$$;
+
+create or replace function api.bars(
+  p_ids text[] default null,
+  p_category text default null,
+  p_latitude double precision default null,
+  p_longitude double precision default null,
+  p_radius double precision default null,            -- miles
+  p_corner1_latitude double precision default null,
+  p_corner1_longitude double precision default null,
+  p_corner2_latitude double precision default null,
+  p_corner2_longitude double precision default null,
+  p_limit integer default 100,
+  p_now timestamptz default now(),
+  p_open_now boolean default null,
+  p_open_at timestamptz default null,
+  p_price_levels integer[] default null,
+  p_min_rating numeric default null,
+  p_statuses text[] default null
+) returns json
+  language plpgsql stable security definer
+  set search_path = private, public, pg_temp
+  set jit = off  -- millisecond queries; a JIT compile alone costs 100+ ms
+as $$
+declare
+  v_ids bigint[];
+  v_center earth;
+  v_radius_m double precision;
+  v_box box;
+  v_has_category boolean := p_category is not null;
+  v_category_id bigint;
+  v_filtered boolean := p_open_now is not null or p_open_at is not null or p_price_levels is not null
+                        or p_min_rating is not null or p_statuses is not null;
+  v_page bigint[];
+  v_probe integer;
+  v_sort text;
+  v_bitmap text;
+  v_jit text;
+  v_budget constant integer := 5000;  -- candidates of a filtered walk before the set-based evaluation
+  v_seen bigint;
+  v_found bigint;
+  v_edge double precision;
+  v_found_edge double precision;
+begin
+  if v_has_category then
+    -- the slug resolved once: each candidate bar is then one probe of bar_categories' primary key
+    select k.id into v_category_id from private.categories k where k.slug = p_category;
+    if v_category_id is null then
+      return json_build_object('bars', '[]'::json);  -- an unknown slug matches nothing
+    end if;
+  end if;
+  if p_latitude is not null and p_longitude is not null then
+    v_center := private.earth_point(p_latitude, p_longitude);
+    v_radius_m := p_radius * 1609.344;
+  end if;
+  if p_corner1_latitude is not null then
+    v_box := box(point(p_corner1_longitude, p_corner1_latitude), point(p_corner2_longitude, p_corner2_latitude));
+  end if;
+
+  if v_filtered and p_ids is null then
+    -- The v1.1 filters, bounded. Testing each candidate of the index walk visits
+    -- up to every bar when few match (1M bars: 17 s for a radius, 96 s without a
+    -- location). So: first the walk over at most v_budget candidates, tested
+    -- set-based against bar_live (each city's local minute of the week computed
+    -- once, not per row); the page is exact when the walk ran out of candidates
+    -- or found p_limit matches strictly before the last candidate (nearest
+    -- first: a bar not visited is at least as far as the last one; name order:
+    -- (name, id) is a total order). Otherwise every matching bar of the region
+    -- is collected set-based from bar_live and sorted (whole table: ~1M rows).
+    if v_center is not null then
+      v_sort := current_setting('enable_sort');
+      v_bitmap := current_setting('enable_bitmapscan');
+      v_jit := current_setting('jit');
+      perform set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
+      perform set_config('jit', 'off', true);
+      if v_radius_m is not null then
+        with w as materialized (
+          select b.id, b.geo <-> v_center as d from private.bars b
+          where earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
+            and (not v_has_category or exists (
+                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+            and (v_box is null or b.location <@ v_box)
+          order by b.geo <-> v_center limit v_budget
+        ),
+        tz as (
+          select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                 private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+          from private.cities c
+        ),
+        m as (
+          select w.id, w.d from w
+          join private.bar_live l on l.bar_id = w.id
+          join tz on tz.id = l.city_id
+          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by w.d, w.id limit p_limit
+        )
+        select (select count(*) from w), (select max(w.d) from w), (select count(*) from m), (select max(m.d) from m),
+               array(select m.id from m order by m.d, m.id)
+        into v_seen, v_edge, v_found, v_found_edge, v_page;
+      else
+        with w as materialized (
+          select b.id, b.geo <-> v_center as d from private.bars b
+          where (not v_has_category or exists (
+                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+            and (v_box is null or b.location <@ v_box)
+          order by b.geo <-> v_center limit v_budget
+        ),
+        tz as (
+          select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                 private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+          from private.cities c
+        ),
+        m as (
+          select w.id, w.d from w
+          join private.bar_live l on l.bar_id = w.id
+          join tz on tz.id = l.city_id
+          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by w.d, w.id limit p_limit
+        )
+        select (select count(*) from w), (select max(w.d) from w), (select count(*) from m), (select max(m.d) from m),
+               array(select m.id from m order by m.d, m.id)
+        into v_seen, v_edge, v_found, v_found_edge, v_page;
+      end if;
+      perform set_config('enable_sort', v_sort, true), set_config('enable_bitmapscan', v_bitmap, true),
+              set_config('jit', v_jit, true);
+      if v_seen = v_budget and not coalesce(v_found = p_limit and v_found_edge < v_edge, false) then
+        if v_radius_m is not null then
+          v_page := array(
+            with tz as (
+              select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                     private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+              from private.cities c
+            )
+            select b.id from private.bars b
+            join private.bar_live l on l.bar_id = b.id
+            join tz on tz.id = l.city_id
+            where earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
+              and (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+              and (v_box is null or b.location <@ v_box)
+              and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+            order by b.geo <-> v_center, b.id
+            limit p_limit);
+        else
+          v_page := array(
+            with tz as (
+              select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                     private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+              from private.cities c
+            )
+            select b.id from private.bar_live l
+            join tz on tz.id = l.city_id
+            join private.bars b on b.id = l.bar_id
+            where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+              and (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+              and (v_box is null or b.location <@ v_box)
+            order by b.geo <-> v_center, b.id
+            limit p_limit);
+        end if;
+      end if;
+
+    else
+      -- name order: a box or a category of few bars is collected whole (as the
+      -- unfiltered box path judges "few"); otherwise the bounded name walk first
+      v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
+      if v_box is not null
+         and (select count(*) from (select 1 from private.bars b where b.location <@ v_box limit v_probe) x) < v_probe then
+        v_page := array(
+          with tz as (
+            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+            from private.cities c
+          )
+          select b.id from private.bars b
+          join private.bar_live l on l.bar_id = b.id
+          join tz on tz.id = l.city_id
+          where b.location <@ v_box
+            and (not v_has_category or exists (
+                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+            and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by b.name, b.id
+          limit p_limit);
+      elsif v_has_category
+         and (select count(*) from (select 1 from private.bar_categories bc where bc.category_id = v_category_id limit v_probe) x) < v_probe then
+        v_page := array(
+          with tz as (
+            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+            from private.cities c
+          )
+          select b.id from private.bar_categories bc
+          join private.bars b on b.id = bc.bar_id
+          join private.bar_live l on l.bar_id = b.id
+          join tz on tz.id = l.city_id
+          where bc.category_id = v_category_id
+            and (v_box is null or b.location <@ v_box)
+            and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by b.name, b.id
+          limit p_limit);
+      else
+        with w as materialized (
+          select b.id, b.name from private.bars b
+          where (v_box is null or (b.location <@ v_box) is true)  -- not indexable: the walk of bars_name_id
+            and (not v_has_category or exists (
+                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          order by b.name, b.id limit v_budget
+        ),
+        tz as (
+          select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                 private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+          from private.cities c
+        ),
+        m as (
+          select w.id, w.name from w
+          join private.bar_live l on l.bar_id = w.id
+          join tz on tz.id = l.city_id
+          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by w.name, w.id limit p_limit
+        )
+        select (select count(*) from w), (select count(*) from m), array(select m.id from m order by m.name, m.id)
+        into v_seen, v_found, v_page;
+        if v_seen = v_budget and v_found < p_limit then
+          v_page := array(
+            with tz as (
+              select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                     private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+              from private.cities c
+            )
+            select b.id from private.bar_live l
+            join tz on tz.id = l.city_id
+            join private.bars b on b.id = l.bar_id
+            where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+              and (v_box is null or b.location <@ v_box)
+              and (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+            order by b.name, b.id
+            limit p_limit);
+        end if;
+      end if;
+    end if;
+
+  elsif p_ids is not null then
+    select coalesce(array_agg(private.bar_id_or_null(i) order by n) filter (where private.bar_id_or_null(i) is not null), '{}')
+      into v_ids from unnest(p_ids) with ordinality u(i, n);
+    v_page := array(
+      select b.id from private.bars b
+      where b.id = any (v_ids)
+        and (not v_has_category or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+        and (v_radius_m is null or (earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m))
+        and (v_box is null or b.location <@ v_box)
+        and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+      order by case when v_center is null then array_position(v_ids, b.id) end, b.geo <-> v_center, b.id
+      limit p_limit);
+
+  elsif v_center is not null then
+    -- Nearest first: a KNN walk of bars_geo (ORDER BY the distance operator alone;
+    -- "b.id" as a second key would turn it into a sort of every bar in range),
+    -- plus any bar tied at the distance of the last one, then ordered by
+    -- distance, id. The planner misjudges the box (a fixed selectivity) and
+    -- would rather sort, so sorting and bitmap scans are off for this statement.
+    v_sort := current_setting('enable_sort');
+    v_bitmap := current_setting('enable_bitmapscan');
+    v_jit := current_setting('jit');
+    perform set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
+    -- disabled plan types inflate the cost estimate past jit_above_cost: a JIT compile costs ~1 s
+    perform set_config('jit', 'off', true);
+    if v_radius_m is not null then
+      with knn as (
+        select b.id, b.geo <-> v_center as d from private.bars b
+        where earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
+          and (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          and (v_box is null or b.location <@ v_box)
+          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+        order by b.geo <-> v_center limit p_limit
+      ),
+      edge as (select max(d) as d, count(*) as n from knn),
+      ties as (
+        select b.id, b.geo <-> v_center as d from private.bars b, edge
+        where edge.n = p_limit
+          and earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
+          and (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          and (v_box is null or b.location <@ v_box)
+          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+          and earth_box(v_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> v_center) = edge.d
+      )
+      select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
+      into v_page;
+    else
+      with knn as (
+        select b.id, b.geo <-> v_center as d from private.bars b
+        where (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          and (v_box is null or b.location <@ v_box)
+          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+        order by b.geo <-> v_center limit p_limit
+      ),
+      edge as (select max(d) as d, count(*) as n from knn),
+      ties as (
+        select b.id, b.geo <-> v_center as d from private.bars b, edge
+        where edge.n = p_limit
+          and (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          and (v_box is null or b.location <@ v_box)
+          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+          and earth_box(v_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> v_center) = edge.d
+      )
+      select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
+      into v_page;
+    end if;
+    perform set_config('enable_sort', v_sort, true), set_config('enable_bitmapscan', v_bitmap, true),
+            set_config('jit', v_jit, true);
+
+  elsif v_box is not null then
+    -- Name order over a box: collecting the box from bars_location and sorting
+    -- costs ~k (bars in the box); walking bars_name_id with the box as a filter
+    -- costs ~limit * N / k. Probe for k >= sqrt(limit * N) to choose.
+    v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
+    if (select count(*) from (select 1 from private.bars b where b.location <@ v_box limit v_probe) x) = v_probe then
+      v_page := array(
+        select b.id from private.bars b
+        where (b.location <@ v_box) is true  -- not indexable: the walk of bars_name_id
+          and (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+        order by b.name, b.id
+        limit p_limit);
+    else
+      v_page := array(
+        select b.id from private.bars b
+        where b.location <@ v_box
+          and (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+        order by b.name, b.id
+        limit p_limit);
+    end if;
+
+  elsif v_has_category then
+    v_page := array(
+      select b.id from private.bars b
+      where exists (select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id)
+        and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+      order by b.name, b.id
+      limit p_limit);
+
+  else
+    v_page := array(
+      select b.id from private.bars b
+      where (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+      order by b.name, b.id
+      limit p_limit);
+  end if;
+
+  return json_build_object('bars', (
+    select coalesce(json_agg(r.body order by u.n), '[]'::json)
+    from unnest(v_page) with ordinality u(id, n)
+    cross join lateral private.bar_list_row(u.id, p_now) r));
+end
+$$;
+
+revoke all on function api.bars(text[], text, double precision, double precision, double precision,
+  double precision, double precision, double precision, double precision, integer, timestamptz,
+  boolean, timestamptz, integer[], numeric, text[]) from public;
+grant execute on function api.bars(text[], text, double precision, double precision, double precision,
+  double precision, double precision, double precision, double precision, integer, timestamptz,
+  boolean, timestamptz, integer[], numeric, text[]) to bar_partner;

@@ -1,0 +1,22 @@
+-- GET bars/:id (repeatable file; see db/CONVENTIONS.md).
+--
+-- The hot path. plpgsql, not SQL: a SQL-language function that cannot be
+-- inlined (SECURITY DEFINER, SET clauses) is planned again on every call on
+-- PostgreSQL 15-17, while plpgsql keeps its statement's plan per connection
+-- (the generic plan is a primary-key probe per table, ~4x the throughput).
+
+create or replace function api.bar(p_id text, p_now timestamptz default now())
+  returns json
+  language plpgsql stable security definer
+  set search_path = private, public, pg_temp
+  set jit = off  -- millisecond queries; a JIT compile alone costs 100+ ms
+as $$
+begin
+  return (
+    select json_build_object('bar', r.body)
+    from private.bar_detail_row(private.bar_id_or_null(p_id), p_now) r);
+end
+$$;
+
+revoke all on function api.bar(text, timestamptz) from public;
+grant execute on function api.bar(text, timestamptz) to bar_partner;

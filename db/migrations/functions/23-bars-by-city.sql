@@ -1,0 +1,286 @@
+-- GET bars_by_city/:state/:city (repeatable file; see db/CONVENTIONS.md).
+--
+-- group_slug narrows the bars, events_today and busiest_bars alike. events_today
+-- are the events starting on the city's local today. The v1.1 filters (open_now,
+-- open_at, price_levels, min_rating, statuses; decisions.md "Filters") narrow the
+-- bars page and its total, applied before pagination.
+-- plpgsql with static SQL: one statement per shape (group or city, filtered or not).
+
+-- Old signature (v1.0, without the v1.1 filters).
+drop function if exists api.bars_by_city(text, text, text, integer, integer, timestamptz);
+
+-------------------------------------------------------------------------------
+-- events_today of a whole city: a fragment per city and local day
+-------------------------------------------------------------------------------
+-- (tables in current/10-serving-path.sql). The largest city has ~1,160 events a
+-- day (~600 KB of json); building them costs ~tens of ms, so the built fragment
+-- is kept and served until the city's version moves on.
+--
+-- Correctness under concurrency (READ COMMITTED; each statement below takes a
+-- new snapshot): the reader reads the city's version BEFORE the snapshot that
+-- builds the fragment, and stores the fragment tagged with that version. A
+-- writer that commits after the version was read has incremented it, so the
+-- fragment (built with or without the writer's change) never matches the
+-- current version and is rebuilt by the next reader. Storing is skipped on a
+-- read-only connection (a replica): the fragment is then built per request.
+
+-- The events of one city starting on its local day `p_day` (the json of
+-- events_today); the one definition of that list.
+create or replace function private.city_events_today_build(p_city_id bigint, p_time_zone text, p_day date)
+  returns json
+  language sql stable
+as $$
+  select coalesce(json_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '[]'::json)
+  from private.events e join private.bars b on b.id = e.bar_id
+  where e.city_id = p_city_id
+    and e.start_at >= private.local_day_start(p_day, p_time_zone)
+    and e.start_at < private.local_day_start(p_day + 1, p_time_zone)
+$$;
+
+create or replace function private.city_events_today(p_city private.cities, p_day date)
+  returns json
+  language plpgsql volatile
+as $$
+declare
+  v_version bigint;
+  v_body json;
+begin
+  v_version := coalesce((select v.version from private.city_events_version v where v.city_id = p_city.id), 0);
+  select f.body into v_body from private.city_events_today f
+  where f.city_id = p_city.id and f.day = p_day and f.version = v_version;
+  if found then
+    return v_body;
+  end if;
+  v_body := private.city_events_today_build(p_city.id, p_city.time_zone, p_day);
+  if not current_setting('transaction_read_only')::boolean then
+    begin
+      insert into private.city_events_today as f (city_id, day, version, body)
+      values (p_city.id, p_day, v_version, v_body)
+      on conflict (city_id, day) do update set version = excluded.version, body = excluded.body
+        where f.version < excluded.version;
+      delete from private.city_events_today f where f.city_id = p_city.id and f.day < p_day - 1;
+    exception when read_only_sql_transaction or lock_not_available or serialization_failure then
+      null;  -- serving does not depend on the store
+    end;
+  end if;
+  return v_body;
+end
+$$;
+
+-- A new version for every city whose events_today may have changed.
+create or replace function private.city_events_bump(p_city_ids bigint[]) returns void
+  language sql volatile
+as $$
+  insert into private.city_events_version as v (city_id, version)
+  select distinct u.id, 1 from unnest(p_city_ids) u(id) where u.id is not null
+  order by 1
+  on conflict (city_id) do update set version = v.version + 1
+$$;
+
+create or replace function private.city_events_sync() returns trigger
+  language plpgsql volatile
+as $$
+begin
+  if tg_op = 'TRUNCATE' then
+    -- every city, also those without a version row yet (a fragment stored at version 0)
+    perform private.city_events_bump(array(select id from private.cities union select city_id from private.city_events_today));
+    delete from private.city_events_today;
+    return null;
+  end if;
+  if tg_table_name = 'events' then
+    if tg_op = 'INSERT' then
+      perform private.city_events_bump(array(select city_id from new_rows));
+    elsif tg_op = 'DELETE' then
+      perform private.city_events_bump(array(select city_id from old_rows));
+    else
+      perform private.city_events_bump(array(select city_id from new_rows union select city_id from old_rows));
+    end if;
+  elsif tg_table_name = 'bars' then  -- events_today shows the bar's name
+    if tg_op = 'UPDATE' then
+      perform private.city_events_bump(array(
+        select distinct e.city_id from private.events e
+        where e.bar_id in (
+          select n.id from new_rows n join old_rows o on o.id = n.id where n.name is distinct from o.name)));
+    end if;  -- INSERT: no events yet; DELETE: its events are deleted (cascade) and bump
+  elsif tg_table_name = 'cities' then  -- the time zone sets the local day
+    if tg_op = 'UPDATE' then
+      perform private.city_events_bump(array(
+        select n.id from new_rows n join old_rows o on o.id = n.id where n.time_zone is distinct from o.time_zone));
+    end if;
+  end if;
+  return null;
+end
+$$;
+
+do $$
+declare
+  t text;
+begin
+  execute 'create or replace trigger city_events_ins after insert on private.events referencing new table as new_rows for each statement execute function private.city_events_sync()';
+  execute 'create or replace trigger city_events_del after delete on private.events referencing old table as old_rows for each statement execute function private.city_events_sync()';
+  execute 'create or replace trigger city_events_trunc after truncate on private.events for each statement execute function private.city_events_sync()';
+  foreach t in array array['events', 'bars', 'cities'] loop
+    execute format('create or replace trigger city_events_upd after update on private.%I referencing old table as old_rows new table as new_rows for each statement execute function private.city_events_sync()', t);
+  end loop;
+end $$;
+
+-------------------------------------------------------------------------------
+-- busiest_bars of a whole city
+-------------------------------------------------------------------------------
+-- The five most intense bars open at a minute of the week. First the top 2,000
+-- of the city by intensity down bar_live_city_busiest (index-only): if five of
+-- them are open, they are the answer (any open bar further down ranks lower).
+-- Otherwise (night: few bars open) the rest of the city's entries are walked.
+-- Custom plans: the generic plan (an average city of ~300 bars) would sort the
+-- whole city instead of walking the index; planning costs well under 1 ms.
+-- (A GiST index on open_week does not help: a weekly multirange's bounding range
+-- covers the week, so every bar with hours is a recheck.)
+create or replace function private.city_busiest_bars(p_city_id bigint, p_minute integer) returns json
+  language plpgsql stable
+  set plan_cache_mode = force_custom_plan
+as $$
+declare
+  v_ids bigint[];
+  v_seen integer;
+begin
+  select array_agg(t.bar_id order by t.current_intensity desc, t.name, t.bar_id) filter (where t.open), count(*)
+    into v_ids, v_seen
+  from (
+    select l.bar_id, l.name, l.current_intensity, l.open_week @> p_minute as open
+    from private.bar_live l
+    where l.city_id = p_city_id and l.current_intensity is not null
+    order by l.current_intensity desc, l.name, l.bar_id
+    limit 2000
+  ) t;
+  if coalesce(cardinality(v_ids), 0) < 5 and v_seen = 2000 then
+    v_ids := array(
+      select l.bar_id from private.bar_live l
+      where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
+      order by l.current_intensity desc, l.name, l.bar_id
+      limit 5);
+  end if;
+  return (
+    select coalesce(json_agg(json_build_object('id', l.bar_id::text, 'name', l.name, 'current_intensity', l.current_intensity::int)
+                             order by u.n), '[]'::json)
+    from unnest(v_ids[1:5]) with ordinality u(id, n)
+    join private.bar_live l on l.bar_id = u.id);
+end
+$$;
+
+-------------------------------------------------------------------------------
+-- The endpoint
+-------------------------------------------------------------------------------
+
+create or replace function api.bars_by_city(
+  p_state text,
+  p_city text,
+  p_group_slug text default null,
+  p_page integer default 1,
+  p_per_page integer default 20,
+  p_now timestamptz default now(),
+  p_open_now boolean default null,
+  p_open_at timestamptz default null,
+  p_price_levels integer[] default null,
+  p_min_rating numeric default null,
+  p_statuses text[] default null
+) returns json
+  language plpgsql volatile security definer  -- volatile: stores the events_today fragment
+  set search_path = private, public, pg_temp
+  set jit = off  -- millisecond queries; a JIT compile alone costs 100+ ms
+as $$
+declare
+  v_city private.cities;
+  v_local timestamp;
+  v_group_id bigint;
+  v_members bigint[];
+  v_filtered boolean := p_open_now is not null or p_open_at is not null or p_price_levels is not null
+                        or p_min_rating is not null or p_statuses is not null;
+  v_page bigint[];
+  v_total bigint;
+begin
+  select * into v_city from private.find_city(p_state, p_city);
+  if not found then return null; end if;
+  v_local := p_now at time zone v_city.time_zone;
+
+  if p_group_slug is not null then
+    select g.id into v_group_id from private.groups g where g.city_id = v_city.id and g.slug = p_group_slug;
+    -- A group is at most a few hundred bars: everything is driven from its members.
+    v_members := array(
+      select bg.bar_id from private.bar_groups bg join private.bars b on b.id = bg.bar_id
+      where bg.group_id = v_group_id and b.city_id = v_city.id
+        and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)));
+    v_page := array(
+      select b.id from private.bars b where b.id = any (v_members)
+      order by b.name, b.id
+      limit p_per_page offset (p_page - 1)::bigint * p_per_page);
+    v_total := cardinality(v_members);
+    if v_filtered then  -- events_today and busiest_bars follow the group, not the filters
+      v_members := array(
+        select bg.bar_id from private.bar_groups bg join private.bars b on b.id = bg.bar_id
+        where bg.group_id = v_group_id and b.city_id = v_city.id);
+    end if;
+    return json_build_object(
+      'city', private.city_json(v_city),
+      'bars', (
+        select coalesce(json_agg(r.body order by u.n), '[]'::json)
+        from unnest(v_page) with ordinality u(id, n)
+        cross join lateral private.bar_list_row(u.id, p_now) r),
+      'events_today', (
+        select coalesce(json_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '[]'::json)
+        from private.events e join private.bars b on b.id = e.bar_id
+        where e.bar_id = any (v_members)
+          and e.start_at >= private.local_day_start(v_local::date, v_city.time_zone)
+          and e.start_at < private.local_day_start(v_local::date + 1, v_city.time_zone)),
+      'busiest_bars', (
+        select coalesce(json_agg(json_build_object('id', t.bar_id::text, 'name', t.name, 'current_intensity', t.current_intensity)
+                                 order by t.current_intensity desc, t.name, t.bar_id), '[]'::json)
+        from (
+          select l.bar_id, l.name, l.current_intensity::int as current_intensity
+          from private.bar_live l
+          where l.bar_id = any (v_members) and l.current_intensity is not null
+            and l.open_week @> private.minute_of_week(v_local)
+          order by l.current_intensity desc, l.name, l.bar_id
+          limit 5
+        ) t),
+      'pagination', private.pagination_json(p_page, p_per_page, v_total));
+  end if;
+
+  if v_filtered then
+    -- the city's bars in name order down bar_live_city_name (index-only: the
+    -- filtered columns are included), then the total over the same range
+    v_page := array(
+      select l.bar_id from private.bar_live l
+      where l.city_id = v_city.id
+        and private.bar_filter_ok(l.open_week, l.current_intensity, v_city.time_zone, l.price_level, l.google_rating,
+                                  p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+      order by l.name, l.bar_id
+      limit p_per_page offset (p_page - 1)::bigint * p_per_page);
+    select count(*) into v_total
+    from private.bar_live l
+    where l.city_id = v_city.id
+      and private.bar_filter_ok(l.open_week, l.current_intensity, v_city.time_zone, l.price_level, l.google_rating,
+                                p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses);
+  else
+    v_page := array(
+      select b.id from private.bars b where b.city_id = v_city.id
+      order by b.name, b.id
+      limit p_per_page offset (p_page - 1)::bigint * p_per_page);
+    v_total := coalesce((select k.n from private.city_bar_counts k where k.city_id = v_city.id), 0);
+  end if;
+
+  return json_build_object(
+    'city', private.city_json(v_city),
+    'bars', (
+      select coalesce(json_agg(r.body order by u.n), '[]'::json)
+      from unnest(v_page) with ordinality u(id, n)
+      cross join lateral private.bar_list_row(u.id, p_now) r),
+    'events_today', private.city_events_today(v_city, v_local::date),
+    'busiest_bars', private.city_busiest_bars(v_city.id, private.minute_of_week(v_local)),
+    'pagination', private.pagination_json(p_page, p_per_page, v_total));
+end
+$$;
+
+revoke all on function api.bars_by_city(text, text, text, integer, integer, timestamptz,
+  boolean, timestamptz, integer[], numeric, text[]) from public;
+grant execute on function api.bars_by_city(text, text, text, integer, integer, timestamptz,
+  boolean, timestamptz, integer[], numeric, text[]) to bar_partner;

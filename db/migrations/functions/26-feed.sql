@@ -1,0 +1,65 @@
+-- GET feed/:state/:city (repeatable file; see db/CONVENTIONS.md). Post totals and
+-- page starts come from private.city_post_hours (25-posts.sql).
+
+-- Posts newest first, paged by p_page; events are the upcoming ones (ending
+-- after now) by start time, always their first page.
+create or replace function api.feed(
+  p_state text,
+  p_city text,
+  p_page integer default 1,
+  p_per_page integer default 20,
+  p_now timestamptz default now()
+) returns json
+  language plpgsql stable security definer
+  set search_path = private, public, pg_temp
+  set jit = off  -- millisecond queries; a JIT compile alone costs 100+ ms
+as $$
+declare
+  v_city private.cities;
+  v_start timestamptz;
+  v_skip bigint;
+begin
+  select * into v_city from private.find_city(p_state, p_city);
+  if not found then return null; end if;
+  select s.part_hi, s.skip into v_start, v_skip
+  from private.post_page_start(v_city.id, '-infinity', 'infinity', (p_page - 1)::bigint * p_per_page) s;
+
+  return json_build_object(
+    'city', private.city_json(v_city),
+    'posts', (
+      select coalesce(json_agg(json_build_object(
+               'id', p.id::text,
+               'content', p.content,
+               'created_at', private.iso_utc(p.created_at),
+               'user', json_build_object('id', u.id::text, 'username', u.username),
+               'bar', json_build_object('id', b.id::text, 'name', b.name),
+               'media', (select coalesce(json_agg(json_build_object('url', m.url) order by m.position, m.id), '[]'::json)
+                         from private.post_media m where m.post_id = p.id))
+             order by p.created_at desc, p.id desc), '[]'::json)
+      from (
+        select p.* from private.posts p
+        where v_start is not null and p.city_id = v_city.id and p.created_at < v_start
+        order by p.created_at desc, p.id desc
+        limit p_per_page offset v_skip
+      ) p
+      join private.users u on u.id = p.user_id
+      join private.bars b on b.id = p.bar_id),
+    'events', (
+      select coalesce(json_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '[]'::json)
+      from (
+        -- an event ending after now started after now minus the longest event (index events_duration)
+        select e.* from private.events e
+        where e.city_id = v_city.id and e.end_at > p_now
+          and e.start_at > p_now - (select max(x.end_at - x.start_at) from private.events x)
+        order by e.start_at, e.id
+        limit p_per_page
+      ) e
+      join private.bars b on b.id = e.bar_id),
+    'posts_pagination', private.pagination_json(p_page, p_per_page, private.post_count(v_city.id, '-infinity', 'infinity')),
+    'events_pagination', private.pagination_json(1, p_per_page,
+      (select count(*) from private.events e where e.city_id = v_city.id and e.end_at > p_now)));
+end
+$$;
+
+revoke all on function api.feed(text, text, integer, integer, timestamptz) from public;
+grant execute on function api.feed(text, text, integer, integer, timestamptz) to bar_partner;

@@ -1,0 +1,77 @@
+-- Usage counted in Redis by the rate-limit script and flushed here by any instance
+-- (repeatable file; see db/CONVENTIONS.md; tables in the usage-shared migration).
+--
+-- Usage flushed from Redis. batch: [{"day": "2026-11-23", "key_id": "...", "version": 42,
+--   "last_used_at": "2026-11-23T07:00:00Z", "counts": {"bars/:id": 12, "(none)": 1, "#429": 3}}]
+-- '#429' is the day's rate-limited count (stored under endpoint '(none)', column rate_limited).
+-- Returns how many key-days were applied (newer than what was stored).
+create or replace function api.record_shared_usage(batch jsonb) returns integer
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  r jsonb;
+  v_day date;
+  v_key uuid;
+  v_version bigint;
+  v_stored bigint;
+  v_applied integer := 0;
+begin
+  for r in select value from jsonb_array_elements(batch) loop
+    v_day := (r->>'day')::date;
+    v_key := (r->>'key_id')::uuid;
+    v_version := (r->>'version')::bigint;
+    if not exists (select 1 from admin.api_keys k where k.id = v_key) then continue; end if;
+    insert into admin.daily_usage_shared_versions (day, api_key_id, version) values (v_day, v_key, 0)
+      on conflict do nothing;
+    select s.version into v_stored from admin.daily_usage_shared_versions s
+      where s.day = v_day and s.api_key_id = v_key for update;
+    if v_version <= v_stored then continue; end if;
+    update admin.daily_usage_shared_versions s set version = v_version where s.day = v_day and s.api_key_id = v_key;
+
+    with incoming as (
+      select case when c.key = '#429' then '(none)' else c.key end as endpoint,
+             sum(case when c.key = '#429' then 0 else c.value::bigint end) as requests,
+             sum(case when c.key = '#429' then c.value::bigint else 0 end) as rate_limited
+        from jsonb_each_text(r->'counts') c
+       group by 1
+    ), merged as (
+      select i.endpoint, i.requests, i.rate_limited,
+             i.requests - coalesce(s.requests, 0) as d_requests,
+             i.rate_limited - coalesce(s.rate_limited, 0) as d_rate_limited
+        from incoming i
+        left join admin.daily_usage_shared s on s.day = v_day and s.api_key_id = v_key and s.endpoint = i.endpoint
+    ), stored as (
+      insert into admin.daily_usage_shared as s (day, api_key_id, endpoint, requests, rate_limited)
+      select v_day, v_key, m.endpoint, m.requests, m.rate_limited from merged m
+      on conflict (day, api_key_id, endpoint)
+        do update set requests = excluded.requests, rate_limited = excluded.rate_limited
+    )
+    insert into admin.daily_usage as u (day, subscriber_id, api_key_id, endpoint, requests, rate_limited)
+    select v_day, k.subscriber_id, k.id, m.endpoint, greatest(m.d_requests, 0), greatest(m.d_rate_limited, 0)
+      from merged m join admin.api_keys k on k.id = v_key
+     where m.d_requests <> 0 or m.d_rate_limited <> 0
+    on conflict (day, api_key_id, endpoint) do update
+      set requests = greatest(u.requests + (select m.d_requests from merged m where m.endpoint = u.endpoint), 0),
+          rate_limited = greatest(u.rate_limited + (select m.d_rate_limited from merged m where m.endpoint = u.endpoint), 0);
+
+    update admin.api_keys k set last_used_at = greatest(k.last_used_at, (r->>'last_used_at')::timestamptz)
+      where k.id = v_key and r->>'last_used_at' is not null;
+    v_applied := v_applied + 1;
+  end loop;
+  return v_applied;
+end;
+$$;
+
+-- The keys whose usage may still sit in Redis (swept by any instance after a crash):
+-- active keys, and keys revoked in the last two days.
+create or replace function api.usage_key_ids() returns setof uuid
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select k.id from admin.api_keys k
+   where k.status = 'active' or k.revoked_at > now() - interval '2 days'
+$$;
+
+revoke all on function api.record_shared_usage(jsonb), api.usage_key_ids() from public;
+grant execute on function api.record_shared_usage(jsonb), api.usage_key_ids() to bar_partner;

@@ -1,0 +1,105 @@
+/**
+ * Prometheus metrics (prom-client), served as text on the operator listener
+ * (GET /metrics, operator token). One registry per process; every module that
+ * has something to report imports the metric it updates from here, so the
+ * names and labels live in one place (docs/OPERATIONS.md lists them).
+ *
+ * With WEB_CONCURRENCY > 1 each worker has its own registry; the primary
+ * serves the operator listener and aggregates the workers' registries
+ * (AggregatorRegistry), so a scrape sees the whole instance.
+ */
+import cluster from 'node:cluster';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+registry.setDefaultLabels({ service: 'partner-bar-api' });
+collectDefaultMetrics({ register: registry });
+// A worker answers the primary's aggregation requests with this registry.
+if (cluster.isWorker) AggregatorRegistry.setRegistries(registry);
+
+/** Partner requests by route pattern ('bars/:id', '(none)' when no route matched), method and status. */
+export const httpRequests = new Counter({
+  name: 'partner_http_requests_total',
+  help: 'Partner HTTP requests answered, by route pattern, method and status code',
+  labelNames: ['route', 'method', 'status'] as const,
+  registers: [registry],
+});
+
+/** Latency from the first byte of the request to the end of the answer. */
+export const httpDuration = new Histogram({
+  name: 'partner_http_request_duration_seconds',
+  help: 'Partner HTTP request duration in seconds, by route pattern',
+  labelNames: ['route'] as const,
+  buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+/** 429s by bucket: minute, day, month, or failed_auth. (Updated by the rate limiter.) */
+export const rateLimitRejections = new Counter({
+  name: 'partner_rate_limit_rejections_total',
+  help: 'Requests rejected with 429, by bucket (minute, day, month, failed_auth)',
+  labelNames: ['bucket'] as const,
+  registers: [registry],
+});
+
+/** 1 while rate limits count in-process because Redis is unreachable (or its circuit is open). */
+export const redisFallback = new Gauge({
+  name: 'partner_redis_fallback',
+  help: '1 while rate limits fall back to per-instance counting (Redis unavailable), else 0',
+  registers: [registry],
+});
+
+/** PostgreSQL pool use, by pool name (partner, replica:<n>, ...) and state. */
+export const dbPoolConnections = new Gauge({
+  name: 'partner_db_pool_connections',
+  help: 'PostgreSQL pool connections by pool and state (total, idle, waiting = queued requests)',
+  labelNames: ['pool', 'state'] as const,
+  registers: [registry],
+  collect: () => collectPools(),
+});
+
+/** Webhook deliveries waiting to be sent. (Updated by the webhook worker.) */
+export const webhookQueueDepth = new Gauge({
+  name: 'partner_webhook_queue_depth',
+  help: 'Webhook deliveries pending',
+  registers: [registry],
+});
+
+/** Webhook delivery attempts that failed. (Updated by the webhook worker.) */
+export const webhookFailures = new Counter({
+  name: 'partner_webhook_delivery_failures_total',
+  help: 'Webhook delivery attempts that failed',
+  registers: [registry],
+});
+
+interface PoolLike {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+const pools = new Map<string, PoolLike>();
+
+/** Reports a pg.Pool's use under `name` at every scrape (read when collected, no timer). */
+export function trackPool(name: string, pool: PoolLike): void {
+  pools.set(name, pool);
+}
+
+/** Stops reporting a pool (it was ended). */
+export function untrackPool(name: string): void {
+  pools.delete(name);
+  for (const state of ['total', 'idle', 'waiting']) dbPoolConnections.remove({ pool: name, state });
+}
+
+function collectPools(): void {
+  for (const [name, pool] of pools) {
+    dbPoolConnections.set({ pool: name, state: 'total' }, pool.totalCount);
+    dbPoolConnections.set({ pool: name, state: 'idle' }, pool.idleCount);
+    dbPoolConnections.set({ pool: name, state: 'waiting' }, pool.waitingCount);
+  }
+}
+
+/** The Prometheus text exposition of every metric of this process. */
+export async function metricsText(): Promise<{ contentType: string; body: string }> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}

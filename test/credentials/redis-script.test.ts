@@ -1,0 +1,230 @@
+/**
+ * The limiter's Redis traffic, with this test's own redis-server:
+ * one round trip per request (INFO commandstats), refund(), usage that
+ * survives an instance that never flushed, and a frozen Redis (SIGSTOP).
+ */
+import express from 'express';
+import request from 'supertest';
+import { createPartnerGuard } from '../../server/credentials/guard';
+import { createPartnerApp } from '../../server/http/app';
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { listen, type Listening } from '../support/http';
+import {
+  awaitRoomInMinute,
+  bearer,
+  createPlan,
+  issueKey,
+  silentLogger,
+  startPartner,
+  type PartnerInstance,
+} from '../support/partner';
+import { OwnRedisServer } from '../support/redis-server';
+
+const TEST = '/api/v1/partner/test_endpoint';
+/** What the Lua script itself calls (counted by commandstats too). */
+const SCRIPT_COMMANDS = ['get', 'incr', 'decr', 'pexpireat', 'hincrby', 'hset', 'hget'];
+
+/** calls per command since the last CONFIG RESETSTAT (INFO and CONFIG themselves excluded). */
+async function commandCalls(client: RedisClient): Promise<Record<string, number>> {
+  const info = (await client.info('commandstats')) as string;
+  const calls: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!/^(info|config|client)/.test(m[1]!)) calls[m[1]!] = Number(m[2]);
+  }
+  return calls;
+}
+
+describe('the limiter in Redis (own redis-server)', () => {
+  let db: TestDatabase;
+  let redisServer: OwnRedisServer;
+  let client: RedisClient; // the instances' client
+  let probe: RedisClient; // the test's own observations
+  let partner: PartnerInstance;
+  let server: Listening;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    redisServer = await OwnRedisServer.start();
+    client = createRedisClient(redisServer.url, silentLogger);
+    probe = createRedisClient(redisServer.url, silentLogger);
+    await Promise.all([redisReadyPromise(client), redisReadyPromise(probe)]);
+    partner = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
+    server = await listen(partner.app);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await partner?.close().catch(() => undefined);
+    client?.disconnect();
+    probe?.disconnect();
+    redisServer?.freeze(false);
+    await redisServer?.stop();
+    await db?.drop();
+  });
+
+  test('one Redis command per request for the three buckets and usage (INFO commandstats), 429s included', async () => {
+    await awaitRoomInMinute(10_000);
+    const plan = await createPlan(db.owner, 30, 1000, 100_000); // three limited buckets
+    const { apiKey } = await issueKey(db.owner, { plan });
+    await server.get(TEST, bearer(apiKey)); // loads the script (EVALSHA → NOSCRIPT → EVAL once)
+    await partner.guard.sharedUsage!.flush();
+    await probe.config('RESETSTAT');
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push((await server.get(TEST, bearer(apiKey))).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(29);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(11);
+    // commandstats also counts the commands a script calls; the only command a client sent is EVALSHA.
+    const { evalsha, ...insideScript } = await commandCalls(probe);
+    expect(evalsha).toBe(40);
+    expect(Object.keys(insideScript).filter((c) => !SCRIPT_COMMANDS.includes(c))).toEqual([]);
+    expect(insideScript.incr).toBe(29 * 3); // the 29 served requests, three buckets each; 429s increment nothing
+    // The minute counter holds the 30 served requests (429s counted nowhere); the day and month too.
+    const keys = (await probe.keys('rs:*')).sort();
+    const counters = Object.fromEntries(
+      await Promise.all(keys.filter((k) => !k.includes(':u:')).map(async (k) => [k.split(':')[2], await probe.get(k)])),
+    );
+    expect(counters).toEqual({ m: '30', d: '30', M: '30' });
+  });
+
+  test('refund() un-counts the request in every bucket and in usage (as a 304 does)', async () => {
+    await awaitRoomInMinute(5000);
+    const plan = await createPlan(db.owner, 10, 100, null);
+    const { apiKey, keyId } = await issueKey(db.owner, { plan });
+    const app = express();
+    app.use(
+      '/api/v1/partner',
+      ...partner.guard.handlers,
+      express.Router().get('/test_endpoint', async (_req, res) => {
+        await res.locals.rateLimit.refund();
+        await res.locals.rateLimit.refund(); // idempotent
+        res.status(304).end();
+      }),
+    );
+    for (let i = 0; i < 3; i++) expect((await server.get(TEST, bearer(apiKey))).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const notModified = await request(app).get(TEST).set(bearer(apiKey)).expect(304);
+      expect(notModified.headers['x-ratelimit-remaining-minute']).toBe('7'); // the 304 shows the counts without it
+    }
+    const res = await server.get(TEST, bearer(apiKey));
+    expect(res.headers['x-ratelimit-remaining-minute']).toBe('6'); // 4 counted: the 304s were given back
+    expect(res.headers['x-ratelimit-remaining-day']).toBe('96');
+    const usage = await probe.hgetall(`rs:{${keyId}}:u:${new Date().toISOString().slice(0, 10)}`);
+    expect(Number(usage.test_endpoint)).toBe(4);
+  });
+
+  test('usage counted by an instance that never flushed (killed) reaches PostgreSQL through another instance, once', async () => {
+    const { apiKey, keyId } = await issueKey(db.owner);
+    // A second instance serves 7 requests and is then abandoned without close() (no flush: like SIGKILL).
+    const victim = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
+    for (let i = 0; i < 7; i++) await request(victim.app).get(TEST).set(bearer(apiKey)).expect(200);
+    await request(victim.app).get('/api/v1/partner/bars/999999999').set(bearer(apiKey)).expect(404);
+    const count = async () =>
+      (
+        await db.owner.query<{ endpoint: string; requests: number }>(
+          'select endpoint, requests::int from admin.daily_usage where api_key_id = $1 order by endpoint',
+          [keyId],
+        )
+      ).rows;
+    expect(await count()).toEqual([]);
+    // Any instance's sweep (at start, then every minute) writes what sits in Redis.
+    const other = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
+    await other.guard.sharedUsage!.flush(); // after the start-up sweep
+    expect(await count()).toEqual([
+      { endpoint: 'bars/:id', requests: 1 },
+      { endpoint: 'test_endpoint', requests: 7 },
+    ]);
+    // Flushing again, from any instance, changes nothing (idempotent).
+    await other.guard.sharedUsage!.sweep(true);
+    await victim.guard.sharedUsage!.flush();
+    expect(await count()).toEqual([
+      { endpoint: 'bars/:id', requests: 1 },
+      { endpoint: 'test_endpoint', requests: 7 },
+    ]);
+    await Promise.all([victim.close(), other.close()]);
+  });
+});
+
+describe('a frozen Redis (SIGSTOP)', () => {
+  let db: TestDatabase;
+  let redisServer: OwnRedisServer;
+  let client: RedisClient;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    redisServer = await OwnRedisServer.start();
+    client = createRedisClient(redisServer.url, silentLogger);
+    await redisReadyPromise(client);
+  });
+  afterAll(async () => {
+    redisServer?.freeze(false);
+    client?.disconnect();
+    await redisServer?.stop();
+    await db?.drop();
+  });
+
+  test('costs one request at most the budget, then none (circuit open, in-process counting); a probe closes it after SIGCONT', async () => {
+    await awaitRoomInMinute(20_000);
+    const guard = await createPartnerGuard({
+      pool: db.partnerPool(),
+      databaseUrl: db.url,
+      logger: silentLogger,
+      redis: client,
+      redisPrefix: 'frz:',
+      redisBudgetMs: 40,
+      redisProbeMs: 200,
+      usageFlushMs: 60_000,
+    });
+    const app = createPartnerApp({
+      config: { env: 'test' },
+      logger: silentLogger,
+      pool: db.partnerPool(),
+      guard: guard.handlers,
+    });
+    const server = await listen(app);
+    try {
+      const plan = await createPlan(db.owner, 3, null, null); // three limited buckets: the old limiter paid 3 s per request
+      const { apiKey, keyId } = await issueKey(db.owner, {
+        plan: await createPlan(db.owner, 1000, 100_000, 1_000_000),
+      });
+      const small = await issueKey(db.owner, { plan });
+      expect((await server.get(TEST, bearer(apiKey))).headers['x-ratelimit-remaining-minute']).toBe('999');
+
+      redisServer.freeze();
+      const times: number[] = [];
+      const statuses: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const t = Date.now();
+        const r = await server.get(TEST, bearer(apiKey));
+        times.push(Date.now() - t);
+        statuses.push(r.status);
+        expect(r.headers['x-ratelimit-limit-day']).toBe('100000');
+      }
+      expect(statuses).toEqual(Array(10).fill(200));
+      expect(times[0]).toBeLessThan(40 + 200); // the budget, plus the request itself
+      expect(Math.max(...times.slice(1))).toBeLessThan(100); // circuit open: Redis not waited for
+      expect(guard.breaker!.isOpen).toBe(true);
+      // Limits still hold (in process).
+      const limited = [];
+      for (let i = 0; i < 4; i++) limited.push((await server.get(TEST, bearer(small.apiKey))).status);
+      expect(limited).toEqual([200, 200, 200, 429]);
+
+      redisServer.freeze(false);
+      const deadline = Date.now() + 5000;
+      while (guard.breaker!.isOpen && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(guard.breaker!.isOpen).toBe(false);
+      // Shared counting again: the count in Redis continues from before the freeze (not the in-process count
+      // of the ten requests during it). The command that ran out of budget may or may not have run in Redis
+      // when it thawed (it sat in the socket buffer), so the expected figure is read from Redis itself.
+      const minuteKeys = await client.keys(`frz:{${keyId}}:m:*`);
+      expect(minuteKeys).toHaveLength(1);
+      const inRedis = Number(await client.get(minuteKeys[0]!));
+      expect([1, 2]).toContain(inRedis);
+      expect((await server.get(TEST, bearer(apiKey))).headers['x-ratelimit-remaining-minute']).toBe(
+        String(1000 - inRedis - 1),
+      );
+    } finally {
+      await server.close();
+      await guard.close();
+    }
+  });
+});

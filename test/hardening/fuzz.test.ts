@@ -1,0 +1,293 @@
+/**
+ * A seeded, bounded fuzz test (issue 11): thousands of generated hostile
+ * requests, sent as raw bytes to the real partner listener (createPartnerServer)
+ * with the real credentials guard and a real database. Every answer must be
+ * below 500, JSON (Content-Type and a parseable body with "error" on 4xx) and
+ * carry X-Request-Id. The seed is printed on failure; FUZZ_SEED and FUZZ_COUNT
+ * reproduce or widen a run.
+ */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createPartnerServer, type PartnerServer } from '../../server/http/server';
+import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { fixtures } from '../support/fixtures';
+import { createPlan, issueKey, startPartner, type PartnerInstance } from '../support/partner';
+
+const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
+const COUNT = Number(process.env.FUZZ_COUNT ?? 3000);
+
+/** mulberry32: small, seeded, good enough for test input. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  return { next, int, pick };
+}
+
+const HOSTILE = [
+  '%00',
+  'a%00b',
+  '%FF',
+  '%C3%28',
+  '%ED%A0%80',
+  '%F4%90%80%80',
+  '%E2%82',
+  '%C0%AF',
+  '%',
+  '%2',
+  '%zz',
+  '%25',
+  '%2F',
+  '..',
+  '%2e%2e',
+  "'",
+  "' OR 1=1--",
+  '1;select pg_sleep(1)',
+  '%27%3B%20drop%20table%20x%3B--',
+  '\\',
+  '%5C',
+  '"',
+  '%22',
+  '<script>',
+  '%3Cscript%3E',
+  'null',
+  'undefined',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '1e309',
+  '-1',
+  '0',
+  '-0',
+  '9223372036854775808',
+  '99999999999999999999999',
+  '0x10',
+  '1.5',
+  '1,2,3',
+  ',',
+  '1,,2',
+  '+',
+  ' ',
+  '%20',
+  '%09',
+  '%0A',
+  '%0D%0A',
+  'caf%C3%A9',
+  '%F0%9F%8D%BA',
+  '%E2%80%AE',
+  '%EF%BB%BF',
+  'true',
+  'false',
+  '2026-02-30',
+  '2026-13-01T25:61:00Z',
+  '0000-01-01',
+  '9999-12-31T23:59:59+99:99',
+  '[]',
+  '{}',
+  '__proto__',
+  'constructor',
+  'TX',
+  'Austin',
+  'tx',
+  'aUsTiN',
+  'x'.repeat(300),
+  'A'.repeat(5000),
+];
+
+const PATHS = [
+  'bars',
+  'bars/:v',
+  'bars_by_city/:v/:v',
+  'events/:v/:v',
+  'posts/:v/:v',
+  'feed/:v/:v',
+  'search',
+  'categories',
+  'cities',
+  'groups/:v/:v',
+  'test_endpoint',
+  'openapi.json',
+  ':v',
+  ':v/:v/:v/:v',
+];
+
+const PARAMS = [
+  'q',
+  'ids',
+  'category',
+  'group_slug',
+  'latitude',
+  'longitude',
+  'radius',
+  'limit',
+  'page',
+  'per_page',
+  'start_date',
+  'end_date',
+  'classification',
+  'type',
+  'open_now',
+  'open_at',
+  'price_level',
+  'min_rating',
+  'status',
+  'state',
+  'corner1[latitude]',
+  'corner1[longitude]',
+  'corner2[latitude]',
+  'corner2[longitude]',
+  'corner1',
+  'q[]',
+  'q[a][b]',
+  '__proto__[x]',
+  'constructor[prototype][x]',
+  ':v',
+];
+
+const METHODS = ['GET', 'GET', 'GET', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'TRACE', 'PATCH', 'FOO'];
+
+function generate(r: ReturnType<typeof rng>, goodKey: string): { method: string; bytes: string } {
+  const value = () => (r.next() < 0.6 ? r.pick(HOSTILE) : r.pick(HOSTILE) + r.pick(HOSTILE));
+  const path = r
+    .pick(PATHS)
+    .split('/')
+    .map((s) => (s === ':v' ? value() : s))
+    .join('/');
+  const params: string[] = [];
+  const n = r.int(4);
+  for (let i = 0; i < n; i++) {
+    const name = r.pick(PARAMS);
+    params.push(`${name === ':v' ? value() : name}=${value()}`);
+  }
+  const base = r.next() < 0.95 ? P : r.pick(['', '/api', '/api/v1', '/API/V1/PARTNER', '//api/v1/partner']);
+  const target = `${base}/${path}${params.length ? `?${params.join('&')}` : ''}`;
+  const method = r.pick(METHODS);
+  const headers = ['Host: localhost', 'Connection: close'];
+  const auth = r.next();
+  if (auth < 0.6) headers.push(`X-API-Key: ${goodKey}`);
+  else if (auth < 0.7) headers.push(`Authorization: Bearer ${goodKey}`);
+  else if (auth < 0.75) headers.push(`Authorization: Basic dXNlcjpwYXNz`, `X-API-Key: ${goodKey}`);
+  else if (auth < 0.8) headers.push(`X-API-Key: pbk_${'A'.repeat(43)}`);
+  else if (auth < 0.85) headers.push(`X-API-Key: ${Buffer.from([0x70, 0x62, 0xff, 0xfe]).toString('latin1')}`);
+  else if (auth < 0.9) headers.push(`Authorization: ${value()}`);
+  const extra = r.next();
+  if (extra < 0.1)
+    headers.push(`Accept: ${r.pick(['text/html', 'application/xml', '*/*;q=0', 'application/json;q=abc'])}`);
+  else if (extra < 0.15) headers.push(`X-Request-Id: ${r.pick(['ok-1', 'bad id!', 'x'.repeat(200), ''])}`);
+  else if (extra < 0.18) headers.push(`Content-Length: ${r.pick(['5', '-1', 'abc', '99999999999'])}`);
+  else if (extra < 0.2) headers.push('Transfer-Encoding: chunked');
+  else if (extra < 0.22) headers.push(`X-Big: ${'b'.repeat(20_000)}`);
+  else if (extra < 0.24) headers.push('Expect: 100-continue');
+  else if (extra < 0.26) headers.push('Upgrade: websocket', 'Connection: Upgrade');
+  const body = headers.some((h) => h.startsWith('Content-Length: 5')) ? 'hello' : '';
+  return { method, bytes: `${method} ${target} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n${body}` };
+}
+
+function send(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(), 10_000);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    socket.on('error', () => undefined);
+    socket.write(bytes, 'latin1'); // every request says Connection: close: the server ends the connection
+  });
+}
+
+describe('fuzz: hostile requests', () => {
+  let db: TestDatabase;
+  let partner: PartnerInstance;
+  let server: PartnerServer;
+  let port: number;
+  let goodKey: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const f = fixtures(db.owner);
+    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+    await f.bar(city, { name: 'The Tap' });
+    goodKey = (await issueKey(db.owner, { plan: await createPlan(db.owner, null) })).apiKey;
+    partner = await startPartner(db);
+    server = createPartnerServer({ tls: undefined }, partner.app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await partner.close();
+    await db.drop();
+  });
+
+  test(`${COUNT} generated requests (seed ${SEED}): no 5xx, JSON, X-Request-Id`, async () => {
+    const r = rng(SEED);
+    const cases = Array.from({ length: COUNT }, () => generate(r, goodKey));
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    let next = 0;
+    const worker = async () => {
+      while (next < cases.length) {
+        const { method, bytes } = cases[next++]!;
+        const answer = await send(port, bytes);
+        const problem = judge(method, answer, statuses);
+        if (problem && failures.length < 20)
+          failures.push(`${problem}\n  request: ${JSON.stringify(bytes.slice(0, 300))}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 12 }, worker));
+    // Fails with the offending requests listed (reproduce with FUZZ_SEED).
+    expect(failures).toEqual([]);
+    expect(statuses.get(200) ?? 0).toBeGreaterThan(0); // the generator also reaches real answers
+    expect(statuses.get(400) ?? 0).toBeGreaterThan(COUNT / 10);
+  }, 120_000);
+});
+
+function judge(method: string, answer: string, statuses: Map<number, number>): string | undefined {
+  if (answer === '') return 'no answer at all';
+  const split = answer.indexOf('\r\n\r\n');
+  const head = split === -1 ? answer : answer.slice(0, split);
+  let body = split === -1 ? '' : answer.slice(split + 4);
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const status = Number(statusLine.split(' ')[1]);
+  statuses.set(status, (statuses.get(status) ?? 0) + 1);
+  const headers = new Map(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
+  if (!(status >= 100 && status < 500)) return `status ${status}: ${body.slice(0, 200)}`;
+  if (status === 100) return undefined; // 100-continue then the connection closed before a body was sent
+  if (!headers.get('x-request-id')) return `no X-Request-Id (status ${status})`;
+  if (!/^application\/json/.test(headers.get('content-type') ?? '')) return `not JSON: ${headers.get('content-type')}`;
+  if (method === 'HEAD' || status === 304) return undefined;
+  if (headers.get('transfer-encoding') === 'chunked') body = dechunk(body);
+  try {
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    if (status >= 400 && typeof parsed.error !== 'string') return `a ${status} without "error": ${body.slice(0, 200)}`;
+  } catch {
+    return `body is not JSON (status ${status}): ${body.slice(0, 200)}`;
+  }
+  return undefined;
+}
+
+function dechunk(body: string): string {
+  let out = '';
+  let rest = body;
+  for (;;) {
+    const eol = rest.indexOf('\r\n');
+    const size = parseInt(rest.slice(0, eol), 16);
+    if (!size) return out;
+    out += rest.slice(eol + 2, eol + 2 + size);
+    rest = rest.slice(eol + 2 + size + 2);
+  }
+}

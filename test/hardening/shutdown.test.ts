@@ -1,0 +1,177 @@
+/**
+ * Defect 2, shutdown part (issue 11): SIGTERM under keep-alive load. The real
+ * server (server/main.ts in its own process) with 20 busy keep-alive clients:
+ * it exits 0 within SHUTDOWN_TIMEOUT_MS, no request gets a reset, answers given
+ * after SIGTERM carry Connection: close, the shutdown log names what it
+ * flushed, and every answered request is in the usage table.
+ * Also WEB_CONCURRENCY=2: two workers share the port and the primary stops them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { fixtures } from '../support/fixtures';
+import { createPlan, issueKey } from '../support/partner';
+
+interface Running {
+  child: ChildProcess;
+  port: number;
+  logs: Record<string, unknown>[];
+  exited: Promise<{ code: number | null; at: number }>;
+}
+
+function startServer(db: TestDatabase, env: Record<string, string> = {}): Promise<Running> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'run-ts.js'), 'server/main.ts'], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: {
+      ...process.env,
+      NODE_ENV: 'development',
+      DATABASE_URL: db.url,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SEED_DEMO_DATA: 'false',
+      SHUTDOWN_TIMEOUT_MS: '4000',
+      REDIS_URL: '',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, at: Date.now() })),
+  );
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logs.push(entry);
+          if (entry.msg === 'partner API listening')
+            resolve({ child, port: Number(env.PORT ?? entry.port), logs, exited });
+        } catch {
+          /* not a log line */
+        }
+      }
+    });
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
+  });
+}
+
+/** Workers share a fixed port (with PORT=0 each would get its own): take one that is free now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+function get(agent: http.Agent, port: number, apiKey: string) {
+  return new Promise<{ status: number; connection?: string }>((resolve, reject) => {
+    const req = http.get(
+      { host: '127.0.0.1', port, path: `${P}/bars/1`, agent, headers: { 'X-API-Key': apiKey } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+describe('shutdown under keep-alive load', () => {
+  let db: TestDatabase;
+  let apiKey: string;
+  let keyId: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const f = fixtures(db.owner);
+    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+    await f.bar(city, { name: 'The Tap' });
+    ({ apiKey, keyId } = await issueKey(db.owner, { plan: await createPlan(db.owner, null) }));
+  });
+  afterAll(() => db.drop());
+
+  test('SIGTERM: bounded, no resets, Connection: close, usage flushed and logged', async () => {
+    const server = await startServer(db);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
+    let stop = false;
+    let signalledAt = 0;
+    const outcomes = { ok: 0, afterSignal: 0, closeAfterSignal: 0, refused: 0, reset: 0, other: [] as string[] };
+    const client = async () => {
+      while (!stop) {
+        const sentAt = Date.now();
+        try {
+          const res = await get(agent, server.port, apiKey);
+          expect(res.status).toBe(200);
+          outcomes.ok++;
+          if (signalledAt && sentAt > signalledAt) {
+            outcomes.afterSignal++;
+            if (res.connection === 'close') outcomes.closeAfterSignal++;
+          }
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+          if (code === 'ECONNREFUSED') outcomes.refused++;
+          else if (code === 'ECONNRESET' || /socket hang up/.test(code)) outcomes.reset++;
+          else outcomes.other.push(code);
+          if (signalledAt) return; // the listener is gone: this client is done
+        }
+      }
+    };
+    const clients = Array.from({ length: 20 }, client);
+    await new Promise((r) => setTimeout(r, 700));
+    signalledAt = Date.now();
+    server.child.kill('SIGTERM');
+    const { code, at } = await server.exited;
+    stop = true;
+    await Promise.all(clients);
+    agent.destroy();
+
+    expect(code).toBe(0);
+    expect(at - signalledAt).toBeLessThan(4000 + 1000);
+    expect(outcomes.reset).toBe(0);
+    expect(outcomes.other).toEqual([]);
+    expect(outcomes.ok).toBeGreaterThan(20);
+    expect(outcomes.closeAfterSignal).toBe(outcomes.afterSignal);
+
+    const msgs = server.logs.map((l) => l.msg);
+    expect(msgs).toContain('partner listener closed');
+    const usageStep = server.logs.find((l) => l.msg === 'shutdown step done' && l.step === 'usage and alerts');
+    expect(usageStep).toMatchObject({ usageRequestsWritten: expect.any(Number) });
+    expect(usageStep!.usageRequestsWritten).toBeGreaterThan(0); // the last batch, written by the shutdown
+    expect(msgs).toContain('shutdown complete');
+
+    const { rows } = await db.owner.query<{ n: string }>(
+      'select coalesce(sum(requests), 0) as n from admin.daily_usage where api_key_id = $1',
+      [keyId],
+    );
+    expect(Number(rows[0]!.n)).toBe(outcomes.ok);
+  }, 90_000); // the server's start (transpiled on the fly) is slow on a loaded machine
+
+  test('WEB_CONCURRENCY=2: workers share the port; SIGTERM to the primary stops them in time', async () => {
+    const server = await startServer(db, { WEB_CONCURRENCY: '2', PORT: String(await freePort()) });
+    const workers = server.logs.filter((l) => l.msg === 'worker listening');
+    expect(workers.length).toBe(2);
+    const agent = new http.Agent({ keepAlive: false });
+    const statuses = await Promise.all(Array.from({ length: 10 }, () => get(agent, server.port, apiKey)));
+    expect(statuses.map((s) => s.status)).toEqual(Array(10).fill(200));
+    const signalledAt = Date.now();
+    server.child.kill('SIGTERM');
+    const { code, at } = await server.exited;
+    expect(code).toBe(0);
+    expect(at - signalledAt).toBeLessThan(4000 + 2000);
+    expect(server.logs.find((l) => l.msg === 'workers stopped')).toMatchObject({ stopped: 2, killed: 0 });
+  }, 120_000);
+});

@@ -1,0 +1,112 @@
+/**
+ * The limiter on a real 3-node Redis Cluster (the test's own): two API
+ * instances, each with its own cluster client, let exactly N requests of an
+ * N/minute key through; one EVALSHA per request; all keys of an API key in one
+ * hash slot; the failed-authentication limit works there too.
+ */
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { listen, type Listening } from '../support/http';
+import {
+  awaitRoomInMinute,
+  bearer,
+  createPlan,
+  issueKey,
+  silentLogger,
+  startPartner,
+  type PartnerInstance,
+} from '../support/partner';
+import { OwnRedisCluster, redisClusterBinariesMissing } from '../support/redis-cluster';
+
+const missing = redisClusterBinariesMissing();
+if (missing) process.stdout.write(`[tests] Redis Cluster tests SKIPPED: ${missing}\n`);
+const describeWithCluster = missing ? describe.skip : describe;
+
+const TEST = '/api/v1/partner/test_endpoint';
+
+describeWithCluster('rate limits on a Redis Cluster (own 3 nodes), two instances', () => {
+  let db: TestDatabase;
+  let cluster: OwnRedisCluster;
+  const clients: RedisClient[] = [];
+  const instances: PartnerInstance[] = [];
+  const servers: Listening[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    cluster = await OwnRedisCluster.start();
+    for (let i = 0; i < 2; i++) {
+      const client = createRedisClient({ clusterNodes: cluster.nodes }, silentLogger);
+      clients.push(client);
+      await redisReadyPromise(client);
+      const partner = await startPartner(db, { redis: client, redisPrefix: 'cl:' });
+      instances.push(partner);
+      servers.push(await listen(partner.app));
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.close()));
+    await Promise.all(instances.map((p) => p.close().catch(() => undefined)));
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+    await db?.drop();
+  });
+
+  /** EVALSHA and EVAL calls over all nodes (a node that lacks the script answers NOSCRIPT; ioredis then sends EVAL). */
+  const scriptCalls = async () => {
+    const calls = { evalsha: 0, eval: 0 };
+    for (const port of cluster.ports) {
+      const info = await cluster.cli(port, 'info', 'commandstats');
+      for (const cmd of ['evalsha', 'eval'] as const) {
+        const m = new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info);
+        calls[cmd] += m ? Number(m[1]) : 0;
+      }
+    }
+    return calls;
+  };
+
+  test('exactly N successes for an N/minute key across two instances; one EVALSHA per request; one hash slot per key', async () => {
+    await awaitRoomInMinute(15_000);
+    const plan = await createPlan(db.owner, 50, 10_000, null);
+    const { apiKey, keyId } = await issueKey(db.owner, { plan });
+    // One request per instance first: the identity is cached there and the script is loaded on the key's node.
+    for (const s of servers) expect((await s.get(TEST, bearer(apiKey))).status).toBe(200);
+    for (const port of cluster.ports) await cluster.cli(port, 'config', 'resetstat');
+
+    const results = await Promise.all(Array.from({ length: 120 }, (_, i) => servers[i % 2]!.get(TEST, bearer(apiKey))));
+    const count = (s: number) => results.filter((r) => r.status === s).length;
+    expect([count(200), count(429)]).toEqual([48, 72]); // 50 in all with the two above
+    const calls = await scriptCalls();
+    // One EVALSHA per request, nothing else (a node without the script would answer NOSCRIPT and get one EVAL).
+    expect(calls).toEqual({ evalsha: 120, eval: 0 });
+
+    // Every key of this API key (three counters and usage) is in the same slot.
+    const slots = new Set<string>();
+    for (const port of cluster.ports) {
+      const slotOfTag = (await cluster.cli(port, 'cluster', 'keyslot', `cl:{${keyId}}:m:0`)).trim();
+      slots.add(slotOfTag);
+      const keys = (await cluster.cli(port, '--scan', '--pattern', `cl:{${keyId}}:*`)).split('\n').filter(Boolean);
+      for (const k of keys) slots.add((await cluster.cli(port, 'cluster', 'keyslot', k)).trim());
+    }
+    expect(slots.size).toBe(1);
+
+    // Usage counted in the cluster reaches PostgreSQL.
+    await Promise.all(instances.map((p) => p.guard.sharedUsage!.flush()));
+    const { rows } = await db.owner.query(
+      'select endpoint, requests::int, rate_limited::int from admin.daily_usage where api_key_id = $1 order by endpoint',
+      [keyId],
+    );
+    expect(rows).toEqual([
+      { endpoint: '(none)', requests: 0, rate_limited: 72 },
+      { endpoint: 'test_endpoint', requests: 50, rate_limited: 0 },
+    ]);
+  });
+
+  test('the failed-authentication limit (rate-limit-redis) is shared on the cluster too', async () => {
+    await awaitRoomInMinute(5000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 32; i++)
+      statuses.push((await servers[i % 2]!.get(TEST, bearer(`pbk_${'x'.repeat(43)}`))).status);
+    expect(statuses.slice(0, 30)).toEqual(Array(30).fill(401));
+    expect(statuses.slice(30)).toEqual([429, 429]);
+  });
+});

@@ -1,0 +1,159 @@
+/**
+ * Partner reads on a real PostgreSQL streaming replica (the test's own primary
+ * and replica, PostgreSQL 15 binaries): endpoint queries run on the replica,
+ * credentials on the primary; changes arrive through replication; a stopped
+ * replica leaves the primary serving; revocation takes effect within 1 s.
+ */
+import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
+import { migrateDatabase } from '../../server/db/migrate';
+import { createPool, type Pool } from '../../server/db/pools';
+import { ReadRoutingPool } from '../../server/db/read-pool';
+import { createPartnerApp } from '../../server/http/app';
+import { postgresCheck } from '../../server/http/health';
+import { fixtures } from '../support/fixtures';
+import { listen, type Listening } from '../support/http';
+import { bearer, issueKey, silentLogger } from '../support/partner';
+import { replicationBinariesMissing, startReplicatedPair, type ReplicatedPair } from '../support/pg-replication';
+
+const missing = replicationBinariesMissing();
+if (missing) process.stdout.write(`[tests] read replica tests SKIPPED: ${missing}\n`);
+const describeWithPg = missing ? describe.skip : describe;
+
+const DB = 'bars';
+
+describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () => {
+  let pair: ReplicatedPair;
+  let owner: Pool;
+  let primaryPool: Pool;
+  let reads: ReadRoutingPool;
+  let guard: PartnerGuard;
+  let server: Listening;
+  let barId: number;
+
+  // Backends report their counters when they exit (or after up to 10 s idle): end the pools' backends first.
+  const flushStats = async () => {
+    for (const server of [pair.primary, pair.replica])
+      await server.query(
+        "select pg_terminate_backend(pid) from pg_stat_activity where application_name in ('tests-primary', 'tests-read-read')",
+      );
+    await new Promise((r) => setTimeout(r, 300));
+  };
+  const xacts = async (which: 'primary' | 'replica') =>
+    Number(
+      (
+        await pair[which].query<{ n: string }>(
+          'select xact_commit + xact_rollback as n from pg_stat_database where datname = $1',
+          [DB],
+        )
+      )[0]!.n,
+    );
+
+  beforeAll(async () => {
+    pair = await startReplicatedPair(async (primary) => {
+      await primary.query(`create database ${DB}`);
+      await migrateDatabase(primary.url(DB), { includeCurrent: true });
+      const f = fixtures(createPool(primary.url(DB), { max: 1, applicationName: 'tests-fixtures' }));
+      const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+      barId = await f.bar(city, { name: 'Replica Bar' });
+    });
+    owner = createPool(pair.primary.url(DB), { max: 2, applicationName: 'tests-owner' });
+    primaryPool = createPool(pair.primary.url(DB), { max: 4, role: 'bar_partner', applicationName: 'tests-primary' });
+    reads = new ReadRoutingPool(
+      primaryPool,
+      [pair.replica.url(DB)],
+      { max: 4, role: 'bar_partner', applicationName: 'tests-read', queryTimeoutMs: 3000 },
+      silentLogger,
+    );
+    guard = await createPartnerGuard({
+      pool: primaryPool,
+      databaseUrl: pair.primary.url(DB),
+      logger: silentLogger,
+      usageFlushMs: 60_000,
+    });
+    const app = createPartnerApp({
+      config: { env: 'test' },
+      logger: silentLogger,
+      pool: reads,
+      guard: guard.handlers,
+      health: { checks: [postgresCheck(primaryPool), ...reads.checks()] },
+    });
+    server = await listen(app);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+    await guard?.close().catch(() => undefined);
+    await reads?.end();
+    await Promise.all([owner, primaryPool].map((p) => p?.end().catch(() => undefined)));
+    await pair?.destroy();
+  });
+
+  test('endpoint queries run on the replica (its pg_stat_database moves, the primary’s does not); a change on the primary arrives through it', async () => {
+    const { apiKey } = await issueKey(owner);
+    expect((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status).toBe(200); // identity cached
+    await flushStats();
+    const [p0, r0] = [await xacts('primary'), await xacts('replica')];
+    for (let i = 0; i < 40; i++) {
+      const res = await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey));
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body).bar.name).toBe('Replica Bar');
+    }
+    await flushStats();
+    const [p1, r1] = [await xacts('primary'), await xacts('replica')];
+    expect(r1 - r0).toBeGreaterThanOrEqual(40);
+    expect(p1 - p0).toBeLessThan(5); // the stats reads themselves and the change listener, not the 40 requests
+
+    await owner.query('update private.bars set name = $1 where id = $2', ['Renamed on the primary', barId]);
+    const deadline = Date.now() + 5000;
+    let name = '';
+    while (Date.now() < deadline) {
+      name = JSON.parse((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).body).bar.name;
+      if (name === 'Renamed on the primary') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(name).toBe('Renamed on the primary');
+
+    const ready = await server.get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body).checks).toEqual({ postgres: 'ok', 'replica:1': 'ok' });
+  });
+
+  test('revocation on the primary takes effect within 1 s (credentials never read from the replica)', async () => {
+    const { apiKey, keyId } = await issueKey(owner);
+    expect((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status).toBe(200);
+    await owner.query('select admin.revoke_key($1)', [keyId]);
+    const revokedAt = Date.now();
+    let status = 0;
+    while (Date.now() - revokedAt < 1000) {
+      status = (await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status;
+      if (status === 403) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(status).toBe(403);
+    expect(Date.now() - revokedAt).toBeLessThan(1000);
+  });
+
+  test('with the replica stopped, answers keep flowing from the primary (no 5xx), /readyz reports it; restarted, it serves again', async () => {
+    const { apiKey } = await issueKey(owner);
+    await pair.replica.stop('immediate');
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++)
+      statuses.push((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status);
+    expect(statuses).toEqual(Array(20).fill(200));
+    const ready = await server.get('/readyz');
+    expect(ready.status).toBe(200); // the primary serves
+    expect(JSON.parse(ready.body).checks).toEqual({ postgres: 'ok', 'replica:1': 'failed' });
+
+    // Started again, the replica is retried after its backoff and serves again.
+    await pair.replica.start();
+    await flushStats();
+    const before = await xacts('replica');
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      expect((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status).toBe(200);
+      await flushStats();
+      if ((await xacts('replica')) - before >= 3) break;
+    }
+    expect((await xacts('replica')) - before).toBeGreaterThanOrEqual(3);
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * A throwaway 3-node Redis Cluster of the test's own (masters only), on free
+ * loopback ports (and their cluster-bus ports, +10000) under a temp dir:
+ * `redis-server --cluster-enabled yes` ×3 + `redis-cli --cluster create`.
+ */
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export function redisClusterBinariesMissing(): string | undefined {
+  for (const b of ['redis-server', 'redis-cli']) if (spawnSync('which', [b]).status !== 0) return `${b} not found`;
+  return undefined;
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+async function clusterPorts(n: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < n) {
+    const p = 20000 + Math.floor(Math.random() * 20000);
+    if (ports.includes(p) || ports.includes(p - 10000) || ports.includes(p + 10000)) continue;
+    if ((await portFree(p)) && (await portFree(p + 10000))) ports.push(p);
+  }
+  return ports;
+}
+
+function cli(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile('redis-cli', args, { timeout: 20_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`redis-cli ${args.join(' ')}: ${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
+    ),
+  );
+}
+
+export class OwnRedisCluster {
+  private readonly children: ChildProcess[] = [];
+  private constructor(
+    readonly ports: number[],
+    private readonly dir: string,
+  ) {}
+
+  get nodes(): string[] {
+    return this.ports.map((p) => `127.0.0.1:${p}`);
+  }
+
+  static async start(size = 3): Promise<OwnRedisCluster> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pbapi-redis-cluster-'));
+    const cluster = new OwnRedisCluster(await clusterPorts(size), dir);
+    try {
+      for (const port of cluster.ports) {
+        cluster.children.push(
+          spawn(
+            'redis-server',
+            [
+              '--port',
+              String(port),
+              '--bind',
+              '127.0.0.1',
+              '--cluster-enabled',
+              'yes',
+              '--cluster-config-file',
+              path.join(dir, `nodes-${port}.conf`),
+              '--cluster-node-timeout',
+              '2000',
+              '--dir',
+              dir,
+              '--save',
+              '',
+              '--appendonly',
+              'no',
+            ],
+            { stdio: 'ignore' },
+          ),
+        );
+      }
+      for (const port of cluster.ports) {
+        for (let i = 0; ; i++) {
+          if ((await cli(['-p', String(port), 'ping']).catch(() => '')).trim() === 'PONG') break;
+          if (i > 100) throw new Error(`redis-server did not start on ${port}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      await cli(['--cluster', 'create', ...cluster.nodes, '--cluster-replicas', '0', '--cluster-yes']);
+      for (const port of cluster.ports) {
+        for (let i = 0; ; i++) {
+          if (/cluster_state:ok/.test(await cli(['-p', String(port), 'cluster', 'info']))) break;
+          if (i > 200) throw new Error('the cluster did not become ready');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      return cluster;
+    } catch (e) {
+      await cluster.stop();
+      throw e;
+    }
+  }
+
+  /** Runs redis-cli against one node. */
+  cli(port: number, ...args: string[]): Promise<string> {
+    return cli(['-p', String(port), ...args]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            c.once('exit', () => resolve());
+            c.kill('SIGKILL');
+          }),
+      ),
+    );
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
