@@ -63,6 +63,17 @@ const eventShortProperties: Record<string, Schema> = {
   end_at: timestamp,
 };
 
+const eventProperties: Record<string, Schema> = {
+  id,
+  title: string,
+  description: nullable(string),
+  classification: { type: 'string', enum: [...CLASSIFICATIONS] },
+  start_at: timestamp,
+  end_at: timestamp,
+  created_at: timestamp,
+  bar: ref('BarSummary'),
+};
+
 const pagination = object({
   current_page: { type: 'integer', minimum: 1 },
   total_pages: { type: 'integer', minimum: 0 },
@@ -128,16 +139,7 @@ const schemas: Record<string, Schema> = {
   }),
   EventShort: object(eventShortProperties),
   EventWithBar: object({ ...eventShortProperties, bar: ref('BarRef') }),
-  Event: object({
-    id,
-    title: string,
-    description: nullable(string),
-    classification: { type: 'string', enum: [...CLASSIFICATIONS] },
-    start_at: timestamp,
-    end_at: timestamp,
-    created_at: timestamp,
-    bar: ref('BarSummary'),
-  }),
+  Event: object(eventProperties),
   Post: object({ id, text: string, created_at: timestamp, bar: ref('BarSummary') }),
   FeedPost: object({
     id,
@@ -227,17 +229,7 @@ const schemas: Record<string, Schema> = {
   ExportEventLine: object(
     {
       type: { const: 'event' },
-      event: object({
-        id,
-        title: string,
-        description: nullable(string),
-        classification: { type: 'string', enum: [...CLASSIFICATIONS] },
-        start_at: timestamp,
-        end_at: timestamp,
-        created_at: timestamp,
-        bar: ref('BarSummary'),
-        updated_at: exportInstant,
-      }),
+      event: object({ ...eventProperties, updated_at: exportInstant }),
     },
     'an event, full form plus updated_at (export/events)',
   ),

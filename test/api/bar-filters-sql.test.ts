@@ -244,5 +244,57 @@ describe('bar filters (SQL)', () => {
       )
     ).map((r: { name: string }) => r.name);
     expect(ids(closed)).toEqual(bruteClosed);
+
+    // The collect path's index conditions: the intensity range of the statuses, "open at a minute" (GiST on
+    // open_week, over each time zone's local minute), rating and price. Two far bars open late and very busy.
+    await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
+             select b, d, '18:00', '02:00' from unnest(array[30001, 30002]) b, generate_series(1, 7) d`);
+    await q(`insert into private.occupancy (bar_id, current_intensity, weekly_profile)
+             select b, i, array_fill(10::smallint, array[168]) from unnest(array[30001, 30002], array[90, 60]) u(b, i)`);
+    const cases: [string, string][] = [
+      ['p_statuses', `'{very_busy}'`],
+      ['p_statuses', `'{busy,very_busy}'`],
+      ['p_statuses', `'{quiet}'`],
+      ['p_open_now', 'true'],
+      ['p_open_at', `'2026-11-26T04:45:00Z'::timestamptz`],
+      ['p_open_at', `'2026-11-26T12:00:00Z'::timestamptz`],
+    ];
+    for (const [param, value] of cases) {
+      const bruteArgs = {
+        p_open_now: param === 'p_open_now' ? value : 'null',
+        p_open_at: param === 'p_open_at' ? value : 'null',
+        p_statuses: param === 'p_statuses' ? value : 'null',
+      };
+      const match = `private.bar_filters_match(b.id, $1, ${bruteArgs.p_open_now}, ${bruteArgs.p_open_at}, null, null, ${bruteArgs.p_statuses})`;
+      const bruteOf = async (where: string, order: string, limit: number, values: unknown[]) =>
+        (
+          await q(`select b.name from private.bars b where ${where} and ${match} order by ${order} limit ${limit}`, [
+            at,
+            ...values,
+          ])
+        ).map((r: { name: string }) => r.name);
+      const given = `${param} => ${value}, p_now => $1`;
+      const near = await bars(`p_latitude => $2, p_longitude => $3, p_radius => 10, p_limit => 3, ${given}`, [
+        at,
+        ...center,
+      ]);
+      const expected = await bruteOf(
+        'earth_distance(b.geo, private.earth_point($2, $3)) <= 10 * 1609.344',
+        'b.geo <-> private.earth_point($2, $3), b.id',
+        3,
+        center,
+      );
+      expect({ param, value, got: ids(near) }).toEqual({ param, value, got: expected });
+      const named = await bars(`p_limit => 3, ${given}`, [at]);
+      expect({ param, value, got: ids(named) }).toEqual({
+        param,
+        value,
+        got: await bruteOf('true', 'b.name, b.id', 3, []),
+      });
+    }
+    // the far, very busy bars are found although 6,000 nearer bars come first
+    expect(
+      ids(await bars(`p_latitude => $2, p_longitude => $3, p_statuses => '{very_busy}', p_now => $1`, [at, ...center])),
+    ).toEqual(expect.arrayContaining(['ZZ far 3']));
   }, 60_000);
 });

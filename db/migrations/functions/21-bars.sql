@@ -125,6 +125,13 @@ declare
   v_found bigint;
   v_edge double precision;
   v_found_edge double precision;
+  v_collect boolean;
+  v_few_region boolean;
+  v_region_cap constant integer := 20000;  -- bars of a region read row by row rather than through the filters' indexes
+  v_intensity_min integer;
+  v_intensity_max integer;
+  v_must_open_now boolean;
+  v_plan_mode text;
 begin
   if v_has_category then
     -- the slug resolved once: each candidate bar is then one probe of bar_categories' primary key
@@ -142,16 +149,25 @@ begin
   end if;
 
   if v_filtered and p_ids is null then
-    -- The v1.1 filters, bounded. Testing each candidate of the index walk visits
+    -- The v1.1 filters, bounded. Testing each candidate of an index walk visits
     -- up to every bar when few match (1M bars: 17 s for a radius, 96 s without a
     -- location). So: first the walk over at most v_budget candidates, tested
     -- set-based against bar_live (each city's local minute of the week computed
     -- once, not per row); the page is exact when the walk ran out of candidates
     -- or found p_limit matches strictly before the last candidate (nearest
     -- first: a bar not visited is at least as far as the last one; name order:
-    -- (name, id) is a total order). Otherwise every matching bar of the region
-    -- is collected set-based from bar_live and sorted (whole table: ~1M rows).
-    if v_center is not null then
+    -- (name, id) is a total order). Otherwise few bars match, and they are
+    -- collected by the filters' own indexes (see v_collect below).
+    v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
+    -- a box or a category of few bars is collected whole (as the unfiltered box path judges "few")
+    v_collect := (v_center is null and v_box is not null
+                  and (select count(*) from (select 1 from private.bars b where b.location <@ v_box limit v_probe) x) < v_probe)
+              or (v_center is null and v_has_category
+                  and (select count(*) from (select 1 from private.bar_categories bc where bc.category_id = v_category_id limit v_probe) x) < v_probe);
+    v_few_region := v_collect;
+    if v_collect then
+      null;
+    elsif v_center is not null then
       v_sort := current_setting('enable_sort');
       v_bitmap := current_setting('enable_bitmapscan');
       v_jit := current_setting('jit');
@@ -166,7 +182,7 @@ begin
             and (v_box is null or b.location <@ v_box)
           order by b.geo <-> v_center limit v_budget
         ),
-        tz as (
+        tz as materialized (
           select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
                  private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
           from private.cities c
@@ -190,7 +206,7 @@ begin
             and (v_box is null or b.location <@ v_box)
           order by b.geo <-> v_center limit v_budget
         ),
-        tz as (
+        tz as materialized (
           select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
                  private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
           from private.cities c
@@ -209,126 +225,109 @@ begin
       end if;
       perform set_config('enable_sort', v_sort, true), set_config('enable_bitmapscan', v_bitmap, true),
               set_config('jit', v_jit, true);
-      if v_seen = v_budget and not coalesce(v_found = p_limit and v_found_edge < v_edge, false) then
-        if v_radius_m is not null then
-          v_page := array(
-            with tz as (
-              select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                     private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-              from private.cities c
-            )
-            select b.id from private.bars b
+      v_collect := v_seen = v_budget and not coalesce(v_found = p_limit and v_found_edge < v_edge, false);
+    else
+      with w as materialized (
+        select b.id, b.name from private.bars b
+        where (v_box is null or (b.location <@ v_box) is true)  -- not indexable: the walk of bars_name_id
+          and (not v_has_category or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+        order by b.name, b.id limit v_budget
+      ),
+      tz as materialized (
+        select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+               private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+        from private.cities c
+      ),
+      m as (
+        select w.id, w.name from w
+        join private.bar_live l on l.bar_id = w.id
+        join tz on tz.id = l.city_id
+        where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+                                    p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+        order by w.name, w.id limit p_limit
+      )
+      select (select count(*) from w), (select count(*) from m), array(select m.id from m order by m.name, m.id)
+      into v_seen, v_found, v_page;
+      v_collect := v_seen = v_budget and v_found < p_limit;
+    end if;
+
+    if v_collect then
+      -- Few bars of the region match: every match of the region is collected,
+      -- then sorted. When a filter has an index (the rating, the price levels,
+      -- the intensity range of the asked statuses, "closed" aside, and "open at
+      -- a minute": GiST on (city_id, open_week), probed per city with its own
+      -- local minute), the matches are found through it first: a custom plan, so
+      -- the filters not given fold away and only index conditions remain
+      -- (planned per call: this path is rare). Otherwise (a box or category of
+      -- few bars, open_now=false, or statuses with "closed") the region is read
+      -- and tested row by row.
+      if p_statuses is not null and not ('closed' = any (p_statuses)) then
+        select min(case s when 'quiet' then 0 when 'moderate' then 25 when 'busy' then 50 when 'very_busy' then 75 end),
+               max(case s when 'quiet' then 24 when 'moderate' then 49 when 'busy' then 74 when 'very_busy' then 32767 end)
+          into v_intensity_min, v_intensity_max
+          from unnest(p_statuses) s;
+      end if;
+      v_must_open_now := v_intensity_min is not null or coalesce(p_open_now, false);
+      -- a region of fewer bars than the cap is read region-first (bounded work)
+      if not v_few_region and v_radius_m is not null then
+        v_few_region := (select count(*) from (
+          select 1 from private.bars b where earth_box(v_center, v_radius_m) @> b.geo limit v_region_cap) x) < v_region_cap;
+      elsif not v_few_region and v_box is not null then
+        v_few_region := (select count(*) from (
+          select 1 from private.bars b where b.location <@ v_box limit v_region_cap) x) < v_region_cap;
+      end if;
+      if not v_few_region
+         and (v_must_open_now or p_open_at is not null or p_min_rating is not null or p_price_levels is not null) then
+        v_plan_mode := current_setting('plan_cache_mode');
+        perform set_config('plan_cache_mode', 'force_custom_plan', true);
+        v_page := array(
+          with tz as materialized (
+            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+            from private.cities c
+          ),
+          f as materialized (
+            select l.bar_id, l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at
+            from tz join private.bar_live l on l.city_id = tz.id
+            where (p_min_rating is null or l.google_rating >= p_min_rating)
+              and (p_price_levels is null or l.price_level = any (p_price_levels))
+              and (v_intensity_min is null or l.current_intensity between v_intensity_min and v_intensity_max)
+              and (not v_must_open_now or l.open_week @> tz.m_now)
+              and (p_open_at is null or l.open_week @> tz.m_at)
+          ),
+          m as materialized (
+            select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
+            from f join private.bars b on b.id = f.bar_id
+            where private.bar_filter_at(f.open_week, f.current_intensity, f.price_level, f.google_rating, f.m_now, f.m_at,
+                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+              and (v_radius_m is null or (earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m))
+              and (v_box is null or b.location <@ v_box)
+              and (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          )
+          select m.id from m order by m.d, m.name, m.id limit p_limit);
+        perform set_config('plan_cache_mode', v_plan_mode, true);
+      else
+        v_page := array(
+          with tz as materialized (
+            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
+                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
+            from private.cities c
+          ),
+          m as materialized (
+            select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
+            from private.bars b
             join private.bar_live l on l.bar_id = b.id
             join tz on tz.id = l.city_id
-            where earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
-              and (not v_has_category or exists (
-                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-              and (v_box is null or b.location <@ v_box)
-              and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
-                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-            order by b.geo <-> v_center, b.id
-            limit p_limit);
-        else
-          v_page := array(
-            with tz as (
-              select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                     private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-              from private.cities c
-            )
-            select b.id from private.bar_live l
-            join tz on tz.id = l.city_id
-            join private.bars b on b.id = l.bar_id
             where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
                                         p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-              and (not v_has_category or exists (
-                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-              and (v_box is null or b.location <@ v_box)
-            order by b.geo <-> v_center, b.id
-            limit p_limit);
-        end if;
-      end if;
-
-    else
-      -- name order: a box or a category of few bars is collected whole (as the
-      -- unfiltered box path judges "few"); otherwise the bounded name walk first
-      v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
-      if v_box is not null
-         and (select count(*) from (select 1 from private.bars b where b.location <@ v_box limit v_probe) x) < v_probe then
-        v_page := array(
-          with tz as (
-            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-            from private.cities c
-          )
-          select b.id from private.bars b
-          join private.bar_live l on l.bar_id = b.id
-          join tz on tz.id = l.city_id
-          where b.location <@ v_box
-            and (not v_has_category or exists (
-                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-            and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
-                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-          order by b.name, b.id
-          limit p_limit);
-      elsif v_has_category
-         and (select count(*) from (select 1 from private.bar_categories bc where bc.category_id = v_category_id limit v_probe) x) < v_probe then
-        v_page := array(
-          with tz as (
-            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-            from private.cities c
-          )
-          select b.id from private.bar_categories bc
-          join private.bars b on b.id = bc.bar_id
-          join private.bar_live l on l.bar_id = b.id
-          join tz on tz.id = l.city_id
-          where bc.category_id = v_category_id
-            and (v_box is null or b.location <@ v_box)
-            and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
-                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-          order by b.name, b.id
-          limit p_limit);
-      else
-        with w as materialized (
-          select b.id, b.name from private.bars b
-          where (v_box is null or (b.location <@ v_box) is true)  -- not indexable: the walk of bars_name_id
-            and (not v_has_category or exists (
-                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-          order by b.name, b.id limit v_budget
-        ),
-        tz as (
-          select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                 private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-          from private.cities c
-        ),
-        m as (
-          select w.id, w.name from w
-          join private.bar_live l on l.bar_id = w.id
-          join tz on tz.id = l.city_id
-          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
-                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-          order by w.name, w.id limit p_limit
-        )
-        select (select count(*) from w), (select count(*) from m), array(select m.id from m order by m.name, m.id)
-        into v_seen, v_found, v_page;
-        if v_seen = v_budget and v_found < p_limit then
-          v_page := array(
-            with tz as (
-              select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                     private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-              from private.cities c
-            )
-            select b.id from private.bar_live l
-            join tz on tz.id = l.city_id
-            join private.bars b on b.id = l.bar_id
-            where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
-                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+              and (v_radius_m is null or (earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m))
               and (v_box is null or b.location <@ v_box)
               and (not v_has_category or exists (
                     select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-            order by b.name, b.id
-            limit p_limit);
-        end if;
+          )
+          select m.id from m order by m.d, m.name, m.id limit p_limit);
       end if;
     end if;
 
