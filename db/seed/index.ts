@@ -265,7 +265,8 @@ const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerC
  * by row; the transaction keeps this invisible to everyone else.
  */
 async function dropBulkLoadObstacles(client: pg.Client): Promise<string[]> {
-  const tables = barDataTables.map((t) => `private.${t}`);
+  // bar_live is filled by the triggers of bars, opening_hours and occupancy during the load
+  const tables = [...barDataTables, 'bar_live'].map((t) => `private.${t}`);
   const { rows: fks } = await client.query<{ drop: string; restore: string }>(
     `
     select format('alter table %s drop constraint %I', conrelid::regclass, conname) as drop,

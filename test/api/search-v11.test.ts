@@ -85,6 +85,17 @@ describe('GET search (v1.1)', () => {
     ]);
   });
 
+  test('trigram tier: typos find bars and cities; type=city searches city names only', async () => {
+    // 2,206 bar names share trigrams with these; the city's key is scored on its own
+    expect(await names('q=farvile&type=city')).toEqual(['city:Farville, ME']);
+    expect(await names('q=farvile%2C%20me&type=city')).toEqual(['city:Farville, ME']);
+    expect((await names('q=canyon%20clb&type=bar'))[0]).toBe('bar:Canyon Club');
+    // a whole name with a letter dropped: the name (word similarity >= 0.6) before weaker ones
+    const typo = await search('q=capped%20br%201205&per_page=5');
+    expect(typo.results[0]!.name).toBe('Capped Bar 1205');
+    expect(typo.total_count_capped).toBe(false);
+  });
+
   test('accents, case and apostrophes do not matter, in q or in the names', async () => {
     expect(await names('q=CAÑON')).toEqual(await names('q=canon'));
     expect((await names('q=cafe%20osaka'))[0]).toBe('bar:Café Ōsaka');
@@ -144,6 +155,42 @@ describe('GET search (v1.1)', () => {
     expect(at.pagination.total_count).toBe(1000);
     expect(at.total_count_capped).toBe(false);
     expect(at.pagination.total_pages).toBe(50);
+  });
+
+  test('pages agree with each other and with total_count, shallow or deep, with or without a position', async () => {
+    // total_count is counted apart from the page, and each page reads the tiers only as far as it reaches
+    const all = async (query: string, perPage: number) => {
+      const first = await search(`${query}&per_page=${perPage}`);
+      const ids = first.results.map((r) => `${r.type}:${r.id}`);
+      for (let page = 2; page <= first.pagination.total_pages; page++) {
+        ids.push(
+          ...(await search(`${query}&per_page=${perPage}&page=${page}`)).results.map((r) => `${r.type}:${r.id}`),
+        );
+      }
+      return { ids, total: first.pagination.total_count };
+    };
+    for (const query of [
+      'q=capped%20bar%201',
+      'q=capped%20bar%201&latitude=45.05&longitude=-69',
+      'q=ca',
+      'q=c&type=city',
+    ]) {
+      const big = await all(query, 100);
+      const small = await all(query, 20);
+      expect({ query, n: big.ids.length }).toEqual({ query, n: big.total });
+      expect(new Set(big.ids).size).toBe(big.ids.length);
+      expect({ query, ids: small.ids }).toEqual({ query, ids: big.ids });
+    }
+    // beyond the cap: the last page of 20 is the end of the last page of 100, nearest first or most popular first
+    for (const query of ['q=bar', 'q=bar&latitude=45.1&longitude=-69', 'q=b']) {
+      const deep = await search(`${query}&page=10&per_page=100`);
+      const last = await search(`${query}&page=50&per_page=20`);
+      expect(deep.pagination.total_count).toBe(1000);
+      expect({ query, ids: last.results.map((r) => r.id) }).toEqual({
+        query,
+        ids: deep.results.slice(80).map((r) => r.id),
+      });
+    }
   });
 
   test('a page that starts past the 1,000th match is a 400 with the decided message', async () => {

@@ -111,4 +111,70 @@ describe('search structure maintenance', () => {
     const live = await expectExact();
     expect(live.terms).toHaveLength(3); // bar "tap"; city "austin" and "austin, tx"
   });
+
+  test('trigram tier: on a small lexicon, exactly the names that qualify, best first', async () => {
+    // (the probes' budgets only bind on a big lexicon: here every name is in reach)
+    await db.owner.query('truncate private.bars, private.cities cascade');
+    const f = fixtures(db.owner);
+    const austin = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago', population: 950000 });
+    await f.city({ name: 'Cañon City', state: 'CO', time_zone: 'America/Denver', population: 16000 });
+    await f.city({ name: 'Boston', state: 'MA', time_zone: 'America/New_York', population: 600000 });
+    const first = ['The', 'Rusty', 'Golden', 'Old', 'Canyon', 'Cañon', 'Lion'];
+    const second = ['Anchor', 'Lion', 'Tavern', 'Tap', 'Club', 'Room', 'Pub', 'Bar', 'Boot'];
+    await db.owner.query(
+      `insert into private.bars (city_id, name, address, latitude, longitude, google_ratings_total)
+       select $1::bigint, ($2::text[])[1 + g % 7] || ' ' || ($3::text[])[1 + (g * 5) % 9] || case when g % 3 = 0 then ' House' else '' end,
+              '1 Main St', 30 + ((g * 37) % 101) / 100.0, -97 + ((g * 53) % 97) / 100.0, (g * 7919) % 500
+       from generate_series(1, 80) g`,
+      [austin, first, second],
+    );
+    const byDefinition = async (q: string, kind: number) =>
+      (
+        await db.owner.query(
+          `with q as (select private.search_fold($1) as q),
+           keys as (
+             select t.suffix, greatest(similarity(q.q, t.suffix), word_similarity(q.q, t.suffix)) as score
+             from (select distinct suffix from private.search_terms where kind = $2 and tier = 2) t, q
+             where (similarity(q.q, t.suffix) >= 0.3 or word_similarity(q.q, t.suffix) >= 0.6)
+               and not starts_with(t.suffix, q.q) and strpos(t.suffix, ' ' || q.q) = 0
+             order by 2 desc, 1
+             limit case when $2 = 1 then 200 end)
+           select t.id::int as id, k.score from keys k
+           join private.search_terms t on t.kind = $2 and t.tier = 2 and t.suffix = k.suffix
+           order by k.score desc, t.popularity desc, t.id`,
+          [q, kind],
+        )
+      ).rows;
+    const tier = async (q: string, kind: number) =>
+      (
+        await db.owner.query(
+          kind === 1
+            ? `select t.id::int as id, k.score
+               from private.search_fuzzy_names(private.search_fold($1), 200, 1001) k
+               join private.search_terms t on t.kind = 1 and t.tier = 2 and t.suffix = k.name_key
+               order by k.score desc, t.popularity desc, t.id`
+            : `select h.id::int as id, h.score from private.search_fuzzy_cities(private.search_fold($1), null, 1001) h`,
+          [q],
+        )
+      ).rows;
+    let found = 0;
+    for (const q of [
+      'canon',
+      'tavrn',
+      'the rusty ancor',
+      'Golden Lion Pb',
+      'lion',
+      'boot',
+      'austn',
+      'bostn, ma',
+      'canon cty',
+    ]) {
+      for (const kind of [1, 2]) {
+        const expected = await byDefinition(q, kind);
+        found += expected.length;
+        expect({ q, kind, rows: await tier(q, kind) }).toEqual({ q, kind, rows: expected });
+      }
+    }
+    expect(found).toBeGreaterThan(30);
+  });
 });

@@ -1,5 +1,6 @@
 -- GET search (issue 10): the search structure's maintenance and api.search.
--- Tables, indexes and the private.search_hit type: db/migrations/current/20-search.sql.
+-- Tables, indexes and the private.search_hit type: committed migration 000006
+-- and 000008.
 -- Folding (private.search_fold): 05-city-lookup.sql.
 --
 -- Relevance tiers (decisions.md "Ordering"), over folded text (case, accents and
@@ -8,17 +9,20 @@
 --   2 name prefix     the folded name starts with q
 --   3 word            a later word of the name starts with q (q may span several words)
 --   4 trigram         pg_trgm similarity(q, name) >= 0.3 or word_similarity >= 0.6,
---                     by similarity; candidates: the 200 most similar distinct names
+--                     by similarity; candidates: every city key, and the 200 most
+--                     similar distinct bar names found by two bounded probes
+--                     (private.search_fuzzy_names)
 -- Within a tier (and equal similarity): nearer first with a position, else more
 -- popular first (bar: google_ratings_total, city: population); then bars before
 -- cities, then id. At most the 1,000 best matches are served (decisions.md v1.1).
 --
--- How each tier is served (private.search_tier): the tier's matches are counted up
--- to 20,000 in one range of search_terms_range (index-only). Fewer: all of them are
--- read from that range and sorted. More: the best are read in order by an index
--- walk that stops at the needed count: search_terms_p1/p2/p3 (most popular first
--- within the first 1/2/3 letters) or, with a position, a KNN walk of
--- search_terms_near (nearest first within the tier and first three letters).
+-- How a request is served (api.search): total_count counts the entities of
+-- tiers 1-3 up to 1,001 in q's ranges of search_terms_range (index-only); the
+-- trigram tier runs only when that leaves room below the cap (private.search_fuzzy_names and
+-- bounded probes of the lexicon). The page is then read tier by tier, each only as
+-- far as the page reaches (page 1 of 20: about 20 rows, not 1,000):
+-- private.search_tier (index walks that stop at the needed count, or one range of
+-- search_terms_range for a q with few matches).
 
 -------------------------------------------------------------------------------
 -- Structure rows and maintenance
@@ -144,7 +148,7 @@ $$;
 -- of an existing database, TRUNCATE of bars or cities, the seed (after its load,
 -- with the per-statement triggers deferred) and the tests' reference. For a big
 -- load the indexes of search_terms are dropped and rebuilt from their own
--- definitions (current/20-search.sql): one sort per index instead of 3 million
+-- definitions (committed 000006): one sort per index instead of 3 million
 -- index insertions.
 create or replace function private.search_rebuild() returns void
   language plpgsql
@@ -230,11 +234,16 @@ end $$;
 -- Query
 -------------------------------------------------------------------------------
 
--- Index walks of one tier with many matches (see private.search_tier). Sorting
--- is disabled so the planner takes the walk that stops after p_limit rows even
--- where its estimates (generic plans) would rather sort a whole range.
+-- Index walks of one tier with many matches (see private.search_tier), in the
+-- tier's order, stopping at p_limit matches. For q of 1-3 letters every row of
+-- the walked bucket (kind, tier, first letters) matches. A longer q filters the
+-- rows of its 3-letter bucket: the walk reads at most p_scan of them (then
+-- search_tier reads q's whole range instead: q is a small part of its bucket).
+-- Sorting is disabled so the planner takes the walk that stops early even where
+-- its estimates (generic plans) would rather sort a whole range.
+drop function if exists private.search_tier_popular(smallint, smallint, text, integer);
 create or replace function private.search_tier_popular(
-  p_kind smallint, p_tier smallint, p_q text, p_limit integer
+  p_kind smallint, p_tier smallint, p_q text, p_limit integer, p_scan integer
 ) returns setof private.search_hit
   language plpgsql stable
   set search_path = private, public, pg_temp
@@ -255,18 +264,26 @@ begin
       select t.kind, t.id, p_tier, null::real, null::float8, t.popularity from private.search_terms t
       where t.kind = p_kind and left(t.suffix, 2) = p_q and t.tier = p_tier and t.suffix <> v_excl
       order by t.popularity desc, t.id limit p_limit;
-  else
+  elsif v_n = 3 then
     return query
       select t.kind, t.id, p_tier, null::real, null::float8, t.popularity from private.search_terms t
-      where t.kind = p_kind and left(t.suffix, 3) = v_b3 and t.tier = p_tier
-        and left(t.suffix, v_n) = p_q and t.suffix <> v_excl
+      where t.kind = p_kind and left(t.suffix, 3) = v_b3 and t.tier = p_tier and t.suffix <> v_excl
       order by t.popularity desc, t.id limit p_limit;
+  else
+    return query
+      select w.kind, w.id, p_tier, null::real, null::float8, w.popularity from (
+        select t.kind, t.id, t.suffix, t.popularity from private.search_terms t
+        where t.kind = p_kind and left(t.suffix, 3) = v_b3 and t.tier = p_tier
+        order by t.popularity desc, t.id limit p_scan) w
+      where left(w.suffix, v_n) = p_q and w.suffix <> v_excl
+      order by w.popularity desc, w.id limit p_limit;
   end if;
 end
 $$;
 
+drop function if exists private.search_tier_near(smallint, smallint, text, public.earth, integer);
 create or replace function private.search_tier_near(
-  p_kind smallint, p_tier smallint, p_q text, p_center public.earth, p_limit integer
+  p_kind smallint, p_tier smallint, p_q text, p_center public.earth, p_limit integer, p_scan integer
 ) returns setof private.search_hit
   language plpgsql stable
   set search_path = private, public, pg_temp
@@ -277,12 +294,19 @@ declare
   v_hi text := p_q || chr(1114111);
   v_n integer := length(p_q);
 begin
-  if v_n >= 3 then
+  if v_n = 3 then
     return query
       select t.kind, t.id, p_tier, null::real, t.geo <-> p_center, t.popularity from private.search_terms t
-      where t.kind = p_kind and left(t.suffix, 3) = left(p_q, 3) and t.tier = p_tier
-        and left(t.suffix, v_n) = p_q and t.suffix <> v_excl
+      where t.kind = p_kind and left(t.suffix, 3) = p_q and t.tier = p_tier and t.suffix <> v_excl
       order by t.geo <-> p_center limit p_limit;
+  elsif v_n > 3 then
+    return query
+      select w.kind, w.id, p_tier, null::real, w.dist, w.popularity from (
+        select t.kind, t.id, t.suffix, t.geo <-> p_center as dist, t.popularity from private.search_terms t
+        where t.kind = p_kind and left(t.suffix, 3) = left(p_q, 3) and t.tier = p_tier
+        order by t.geo <-> p_center limit p_scan) w
+      where left(w.suffix, v_n) = p_q and w.suffix <> v_excl
+      order by w.dist, w.popularity desc, w.id limit p_limit;
   else
     return query
       select t.kind, t.id, p_tier, null::real, t.geo <-> p_center, t.popularity from private.search_terms t
@@ -295,6 +319,13 @@ $$;
 
 -- The best p_limit matches of one tier (2 prefix or 3 word; 1 exact is an
 -- equality lookup in api.search) of one kind, in the tier's order. p_q is folded.
+-- q of 1-3 letters without a position: one walk (its bucket is the matches).
+-- Otherwise the matches are counted up to 2,000 (or p_limit) in q's range of
+-- search_terms_range (index-only): fewer are all read from that range and
+-- sorted (B-tree leaves in order: cheaper than a GiST walk's scattered pages);
+-- more are read by a walk that stops at p_limit (most popular first, or with a
+-- position a KNN walk of search_terms_near), bounded for a q longer than three
+-- letters; when the bound ends the walk first, from the range after all.
 create or replace function private.search_tier(
   p_kind smallint, p_tier smallint, p_q text, p_center public.earth, p_limit integer
 ) returns setof private.search_hit
@@ -304,62 +335,161 @@ as $$
 declare
   v_hi text := p_q || chr(1114111);          -- every string starting with p_q is in [p_q, v_hi) (collation "C")
   v_excl text := case when p_tier = 2 then p_q else '' end; -- tier 2 leaves the exact name to tier 1
-  v_b3 text := left(p_q, 3);
   v_n integer := length(p_q);
   v_count integer;
-  c_all constant integer := 20000;           -- up to this many matches: read them all and sort
+  v_walk private.search_hit[];
+  c_all constant integer := 2000;            -- up to this many matches: read them all from the range and sort
+  c_scan constant integer := 20000;          -- bucket rows of a popularity walk (index-only, ~8 ms)
+  c_scan_near constant integer := 4000;      -- bucket rows of a KNN walk (~10 ms)
 begin
+  if p_limit < 1 then
+    return;
+  end if;
+  if v_n <= 3 and p_center is null then
+    return query select * from private.search_tier_popular(p_kind, p_tier, p_q, p_limit, null);
+    return;
+  end if;
   select count(*) into v_count from (
     select from private.search_terms t
     where t.kind = p_kind and t.tier = p_tier and t.suffix >= p_q and t.suffix < v_hi and t.suffix <> v_excl
-    limit c_all) x;
+    limit greatest(p_limit, c_all)) x;
   if v_count = 0 then
     return;
-  elsif v_count < c_all then
+  elsif v_count = greatest(p_limit, c_all) then
     if p_center is null then
-      return query
-        select t.kind, t.id, p_tier, null::real, null::float8, t.popularity from private.search_terms t
-        where t.kind = p_kind and t.tier = p_tier and t.suffix >= p_q and t.suffix < v_hi and t.suffix <> v_excl
-        order by t.popularity desc, t.id limit p_limit;
-    else
-      return query
-        select t.kind, t.id, p_tier, null::real, t.geo <-> p_center, t.popularity from private.search_terms t
-        where t.kind = p_kind and t.tier = p_tier and t.suffix >= p_q and t.suffix < v_hi and t.suffix <> v_excl
-        order by t.geo <-> p_center, t.popularity desc, t.id limit p_limit;
+      v_walk := array(select h from private.search_tier_popular(p_kind, p_tier, p_q, p_limit, c_scan) h);
+    elsif v_n <= 3 or p_limit <= c_scan_near / 8 then
+      -- (for a deep page a longer q would have to be an eighth of its bucket: its range is read instead)
+      v_walk := array(select h from private.search_tier_near(p_kind, p_tier, p_q, p_center, p_limit, c_scan_near) h);
     end if;
-  elsif p_center is null then
-    return query select * from private.search_tier_popular(p_kind, p_tier, p_q, p_limit);
+    if cardinality(v_walk) = p_limit then
+      return query select * from unnest(v_walk);
+      return;
+    end if;
+  end if;
+  if p_center is null then
+    return query
+      select t.kind, t.id, p_tier, null::real, null::float8, t.popularity from private.search_terms t
+      where t.kind = p_kind and t.tier = p_tier and t.suffix >= p_q and t.suffix < v_hi and t.suffix <> v_excl
+      order by t.popularity desc, t.id limit p_limit;
   else
-    return query select * from private.search_tier_near(p_kind, p_tier, p_q, p_center, p_limit);
+    return query
+      select t.kind, t.id, p_tier, null::real, t.geo <-> p_center, t.popularity from private.search_terms t
+      where t.kind = p_kind and t.tier = p_tier and t.suffix >= p_q and t.suffix < v_hi and t.suffix <> v_excl
+      order by t.geo <-> p_center, t.popularity desc, t.id limit p_limit;
   end if;
 end
 $$;
 
--- The trigram tier of the given kinds: the 200 distinct names most similar to
--- p_q (pg_trgm thresholds) that do not already match by prefix or word,
--- expanded to their entities, best p_limit first.
-drop function if exists private.search_fuzzy(smallint, text, public.earth, integer);
-create or replace function private.search_fuzzy(
-  p_kinds smallint[], p_q text, p_center public.earth, p_limit integer
-) returns setof private.search_hit
-  language sql stable
+-- The trigram tier (4): names similar to q that do not match by prefix or word
+-- (those are in tiers 1-3): similarity >= 0.3 or word_similarity >= 0.6, by score
+-- greatest(similarity, word_similarity), which is word_similarity (never below
+-- similarity: the whole name is one of its extents).
+--
+-- Cities (a few hundred keys): every qualifying key (search_fuzzy_cities).
+-- Bars: the 200 best-scoring qualifying names of the lexicon (search_names),
+-- expanded to their entities (p_need: how many entities api.search still needs).
+-- The GIN trigram index cannot stop early: at 30-45% of q's trigrams a name of
+-- common words ("the ... bar") has tens of thousands of candidates (20-150 ms at
+-- 1M bars), at 60% few (1-20 ms). So the names come from two bounded probes:
+--   word_similarity >= 0.6 (typos of whole names and of words, "the hones boot",
+--     "tavrn"; every name with similarity >= 0.6): the GIN index at 0.6, at most
+--     400 candidates scored (in storage order); a short q of common words ("bell &
+--     bear") can have thousands, and then the names at 0.75 (usually few) are
+--     read too, again at most 400, so the best are not left out (except for a q
+--     of a word or two that thousands of names contain: "bar b").
+--   similarity >= 0.3 below that (weaker matches, "canon" -> "canyon club"): only
+--     when the first probe leaves room (fewer than 200 names and p_need
+--     entities), among the 200 names nearest q in key order (100 each side: the
+--     same beginning, a later word changed), by the lexicon's primary key.
+-- Budget cuts, like the 200: a weaker match elsewhere in the lexicon is not found.
+create or replace function private.search_fuzzy_names(p_q text, p_names integer, p_need bigint)
+  returns table (name_key text, score real, entities integer)
+  language plpgsql stable
   set search_path = private, public, pg_temp
+  set pg_trgm.word_similarity_threshold = 0.6  -- local to this function (and its set_config)
 as $$
-  with names as (
-    select n.name_key, greatest(similarity(p_q, n.name_key), word_similarity(p_q, n.name_key)) as score
+declare
+  c_examine constant integer := 400;
+  c_near constant integer := 100;
+  v_keys text[];
+  v_scores real[];
+  v_entities integer[];
+begin
+  select coalesce(array_agg(c.name_key), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.entities), '{}')
+    into v_keys, v_scores, v_entities
+  from (
+    select n.name_key, word_similarity(p_q, n.name_key) as score, n.entities
     from private.search_names n
-    where (n.name_key % p_q or p_q <% n.name_key)
-      -- names that match by prefix or word are in tiers 1-3: the budget is for the others
+    where p_q <% n.name_key  -- word_similarity >= 0.6 (GIN)
       and not starts_with(n.name_key, p_q) and strpos(n.name_key, ' ' || p_q) = 0
-    order by 2 desc, 1
-    limit 200
-  )
-  select t.kind, t.id, 4::smallint, n.score,
-         case when p_center is not null then t.geo <-> p_center end, t.popularity
-  from names n
-  join private.search_terms t on t.kind = any (p_kinds) and t.tier = 2 and t.suffix = n.name_key
-  order by n.score desc, case when p_center is not null then t.geo <-> p_center end, t.popularity desc, t.id
-  limit p_limit
+    limit c_examine) c;
+  if cardinality(v_keys) = c_examine then
+    perform set_config('pg_trgm.word_similarity_threshold', '0.75', true);
+    select array_agg(x.k order by x.s desc, x.k), array_agg(x.s order by x.s desc, x.k), array_agg(x.e order by x.s desc, x.k)
+      into v_keys, v_scores, v_entities
+    from (
+      select u.k, u.s, u.e from unnest(v_keys, v_scores, v_entities) u(k, s, e)
+      union
+      (select n.name_key, word_similarity(p_q, n.name_key), n.entities
+       from private.search_names n
+       where p_q <% n.name_key  -- word_similarity >= 0.75 (GIN)
+         and not starts_with(n.name_key, p_q) and strpos(n.name_key, ' ' || p_q) = 0
+       limit c_examine)
+    ) x(k, s, e);
+  end if;
+  if cardinality(v_keys) >= p_names or (select sum(u.e) from unnest(v_entities) u(e)) >= p_need then
+    return query
+      select u.k, u.s, u.e from unnest(v_keys, v_scores, v_entities) u(k, s, e)
+      order by u.s desc, u.k
+      limit p_names;
+    return;
+  end if;
+  return query
+    select x.k, x.s, x.e from (
+      select u.k, u.s, u.e from unnest(v_keys, v_scores, v_entities) u(k, s, e)
+      union
+      select c.name_key, word_similarity(p_q, c.name_key), c.entities
+      from (
+        (select n.name_key, n.entities from private.search_names n
+         where n.name_key >= p_q order by n.name_key limit c_near)
+        union all
+        (select n.name_key, n.entities from private.search_names n
+         where n.name_key < p_q order by n.name_key desc limit c_near)
+      ) c
+      where similarity(p_q, c.name_key) >= 0.3
+        and not starts_with(c.name_key, p_q) and strpos(c.name_key, ' ' || p_q) = 0
+    ) x(k, s, e)
+    order by x.s desc, x.k
+    limit p_names;
+end
+$$;
+
+-- Cities: every qualifying key, through their own trigram index
+-- (search_terms_city_trgm, committed 000008); index scans are disabled so
+-- the planner does not filter all the city rows of search_terms_range instead.
+create or replace function private.search_fuzzy_cities(p_q text, p_center public.earth, p_limit integer)
+  returns setof private.search_hit
+  language plpgsql stable
+  set search_path = private, public, pg_temp
+  set pg_trgm.word_similarity_threshold = 0.3
+  set enable_indexscan = off
+  set enable_indexonlyscan = off
+as $$
+begin
+  return query
+    select t.kind, t.id, 4::smallint, s.score,
+           case when p_center is not null then t.geo <-> p_center end, t.popularity
+    from private.search_terms t
+    cross join lateral (select similarity(p_q, t.suffix) as sim, word_similarity(p_q, t.suffix) as wsim) w
+    cross join lateral (select greatest(w.sim, w.wsim) as score) s
+    where t.kind = 2 and t.tier = 2
+      and p_q <% t.suffix  -- word_similarity >= 0.3, implied by either condition
+      and (w.sim >= 0.3 or w.wsim >= 0.6)
+      and not starts_with(t.suffix, p_q) and strpos(t.suffix, ' ' || p_q) = 0
+    order by s.score desc, case when p_center is not null then t.geo <-> p_center end, t.popularity desc, t.id
+    limit p_limit;
+end
 $$;
 
 drop function if exists api.search(text, double precision, double precision, integer, integer);
@@ -375,16 +505,30 @@ create or replace function api.search(
   language plpgsql stable security definer
   set search_path = private, public, pg_temp
   set jit = off
+  set max_parallel_workers_per_gather = 0  -- a parallel sort of a few hundred rows costs 15 ms of worker start
+  set plan_cache_mode = force_generic_plan  -- each statement planned once per connection (its custom plans
+                                            -- were no better, and replanning a dozen statements cost 5+ ms a call)
 as $$
 declare
   c_cap constant integer := 1000;
+  c_count3 constant integer := 4 * (c_cap + 1); -- tier-3 rows read to count c_cap + 1 entities
   v_q text := private.search_fold(p_q);
+  v_hi text;
   v_center public.earth;
   v_kinds smallint[];
   v_kind smallint;
-  v_hits private.search_hit[] := '{}';
+  v_end integer;                            -- the page's last position
+  v_keys bigint[] := '{}';                  -- matched entities (id * 2 + kind - 1), for total_count
+  v_more bigint[];
+  v_hits private.search_hit[] := '{}';      -- candidates for the page
+  v_fuzzy private.search_hit[] := '{}';     -- cities' tier 4
+  v_fnames text[] := '{}';                  -- bars' tier-4 names, best first, and their scores
+  v_fscores real[] := '{}';
+  v_fbars integer := 0;                     -- their bars (up to the cap)
+  v_found13 integer;                        -- entities of tiers 1-3 (up to the cap)
   v_top private.search_hit[];
-  v_found integer;
+  v_rows integer;
+  v_found integer := 0;
   v_total integer;
 begin
   if p_page is null or p_page < 1 or p_per_page is null or p_per_page < 1 or p_per_page > 100 then
@@ -396,13 +540,15 @@ begin
   if p_type is not null and p_type not in ('bar', 'city') then
     raise exception 'type must be one of bar, city' using errcode = 'PT400';
   end if;
+  v_end := least(p_page * p_per_page, c_cap);  -- (p_page is at most 1,000 here)
   if p_latitude is not null and p_longitude is not null then
     v_center := private.earth_point(p_latitude, p_longitude);
   end if;
   v_kinds := case p_type when 'bar' then '{1}' when 'city' then '{2}' else '{1,2}' end;
 
   if coalesce(v_q, '') <> '' then
-    -- tier 1: exact name
+    v_hi := v_q || chr(1114111);  -- every string starting with v_q is in [v_q, v_hi) (collation "C")
+    -- tier 1: exact name (each entity once)
     foreach v_kind in array v_kinds loop
       v_hits := v_hits || array(
         select row(t.kind, t.id, 1, null, t.geo <-> v_center, t.popularity)::private.search_hit
@@ -411,33 +557,104 @@ begin
         order by t.geo <-> v_center, t.popularity desc, t.id
         limit c_cap + 1);
     end loop;
-    -- tiers 2 and 3: enough of each to fill the cap after removing entities of a better tier
-    foreach v_kind in array v_kinds loop
-      v_hits := v_hits || array(select h from private.search_tier(v_kind, 2::smallint, v_q, v_center,
-                                                                   c_cap + 1 + cardinality(v_hits)) h);
-    end loop;
-    v_found := cardinality(v_hits);
-    foreach v_kind in array v_kinds loop
-      v_hits := v_hits || array(select h from private.search_tier(v_kind, 3::smallint, v_q, v_center,
-                                                                   c_cap + 1 + v_found + 64) h);
-    end loop;
-    select count(distinct (h.kind, h.id)) into v_found from unnest(v_hits) h;
-    -- tier 4 only when the better tiers leave room below the cap
-    if v_found <= c_cap then
-      v_hits := v_hits || array(select h from private.search_fuzzy(v_kinds, v_q, v_center, c_cap + 1 + cardinality(v_hits)) h);
+
+    -- total_count: the entities of tiers 1-3, up to c_cap + 1, from q's ranges of
+    -- search_terms_range (index-only, B-tree leaves in order: cheap, unlike reading
+    -- a thousand rows nearest first from the GiST index)
+    v_keys := array(select h.id * 2 + h.kind - 1 from unnest(v_hits) h);
+    if cardinality(v_keys) <= c_cap then
+      foreach v_kind in array v_kinds loop
+        v_keys := v_keys || array(
+          select t.id * 2 + t.kind - 1 from private.search_terms t
+          where t.kind = v_kind and t.tier = 2 and t.suffix >= v_q and t.suffix < v_hi and t.suffix <> v_q
+          limit 2 * (c_cap + 1));  -- a city has two tier-2 keys
+      end loop;
+      select count(distinct k) into v_found from unnest(v_keys) k;
+      if v_found <= c_cap then
+        foreach v_kind in array v_kinds loop
+          v_more := array(
+            select t.id * 2 + t.kind - 1 from private.search_terms t
+            where t.kind = v_kind and t.tier = 3 and t.suffix >= v_q and t.suffix < v_hi
+            limit c_count3);
+          if cardinality(v_more) = c_count3
+             and (select count(distinct k) from unnest(v_keys || v_more) k) <= c_cap then
+            -- (4 or more rows per entity: the whole range)
+            v_more := array(
+              select t.id * 2 + t.kind - 1 from private.search_terms t
+              where t.kind = v_kind and t.tier = 3 and t.suffix >= v_q and t.suffix < v_hi);
+          end if;
+          v_keys := v_keys || v_more;
+        end loop;
+        select count(distinct k) into v_found from unnest(v_keys) k;
+        -- tier 4 only when the better tiers leave room below the cap
+        v_found13 := v_found;
+        if v_found <= c_cap then
+          if 2 = any (v_kinds) then
+            v_fuzzy := array(select h from private.search_fuzzy_cities(v_q, v_center, c_cap + 1 - v_found) h);
+          end if;
+          if 1 = any (v_kinds) then
+            select coalesce(array_agg(k.name_key order by k.score desc, k.name_key), '{}'),
+                   coalesce(array_agg(k.score order by k.score desc, k.name_key), '{}')
+              into v_fnames, v_fscores
+            from private.search_fuzzy_names(v_q, 200, c_cap + 1 - v_found) k;
+            -- their bars, counted (index-only); a bar's tier-4 name never matches by
+            -- prefix or word, so these bars are not in tiers 1-3
+            select count(*) into v_fbars from (
+              select from unnest(v_fnames) k(name_key)
+              join private.search_terms t on t.kind = 1 and t.tier = 2 and t.suffix = k.name_key
+              limit c_cap + 1 - v_found) x;
+          end if;
+          select count(distinct k) + v_fbars into v_found
+          from (select unnest(v_keys) as k union all select h.id * 2 + h.kind - 1 from unnest(v_fuzzy) h) x;
+        end if;
+      end if;
+    else
+      v_found := cardinality(v_keys);
+    end if;
+
+    -- the page: the best v_end entities, tier by tier, each tier read only as far as
+    -- the page can reach (a better tier's entities may repeat in it; a city has two
+    -- tier-2 keys, and an entity several tier-3 rows)
+    if cardinality(v_hits) < v_end then
+      v_rows := cardinality(v_hits);
+      foreach v_kind in array v_kinds loop
+        v_hits := v_hits || array(select h from private.search_tier(v_kind, 2::smallint, v_q, v_center,
+                                                                     case v_kind when 2 then 2 else 1 end * (v_end + v_rows)) h);
+      end loop;
+      select count(*) into v_rows from (select distinct h.kind, h.id from unnest(v_hits) h) d;
+      if v_rows < v_end then
+        v_rows := cardinality(v_hits);
+        foreach v_kind in array v_kinds loop
+          v_hits := v_hits || array(select h from private.search_tier(v_kind, 3::smallint, v_q, v_center,
+                                                                       v_end + v_rows + 64) h);
+        end loop;
+      end if;
+    end if;
+    -- tier 4, when the page reaches it: cities (a few), the best bars of the names
+    v_hits := v_hits || v_fuzzy;
+    if v_found13 < v_end and cardinality(v_fnames) > 0 then
+      v_hits := v_hits || array(
+        select row(t.kind, t.id, 4, k.score, t.geo <-> v_center, t.popularity)::private.search_hit
+        from unnest(v_fnames, v_fscores) k(name_key, score)
+        join private.search_terms t on t.kind = 1 and t.tier = 2 and t.suffix = k.name_key
+        order by k.score desc, t.geo <-> v_center, t.popularity desc, t.id
+        limit v_end - v_found13);
     end if;
   end if;
 
-  -- each entity once, at its best tier; the best c_cap + 1 in relevance order
+  -- each entity once, at its best tier (a score only in tier 4, the best of its
+  -- keys); the page in relevance order
+  v_total := least(v_found, c_cap);
   v_top := array(
-    select h from (
-      select distinct on (h.kind, h.id) h.*
+    select row(h.kind, h.id, h.tier, h.score, h.dist, h.popularity)::private.search_hit
+    from (
+      select h.kind, h.id, min(h.tier) as tier, case when min(h.tier) = 4 then max(h.score) end as score,
+             min(h.dist) as dist, max(h.popularity) as popularity
       from unnest(v_hits) h
-      order by h.kind, h.id, h.tier, h.score desc nulls last
+      group by h.kind, h.id
     ) h
     order by h.tier, h.score desc nulls last, h.dist, h.popularity desc, h.kind, h.id
-    limit c_cap + 1);
-  v_total := least(cardinality(v_top), c_cap);
+    limit v_end - (p_page - 1) * p_per_page offset (p_page - 1) * p_per_page);
 
   return json_build_object(
     'results', (
@@ -458,11 +675,10 @@ begin
                    'image_url', null)
                  from private.cities c where c.id = p.id)
                end as body
-        from unnest(v_top[(p_page - 1) * p_per_page + 1 : least(p_page * p_per_page, c_cap)])
-               with ordinality as p(kind, id, tier, score, dist, popularity, n)
+        from unnest(v_top) with ordinality as p(kind, id, tier, score, dist, popularity, n)
       ) r),
     'pagination', private.pagination_json(p_page, p_per_page, v_total),
-    'total_count_capped', cardinality(v_top) > c_cap);
+    'total_count_capped', v_found > c_cap);
 end
 $$;
 
