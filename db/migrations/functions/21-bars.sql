@@ -130,7 +130,6 @@ declare
   v_region_cap constant integer := 20000;  -- bars of a region read row by row rather than through the filters' indexes
   v_intensity_min integer;
   v_intensity_max integer;
-  v_must_open_now boolean;
   v_plan_mode text;
 begin
   if v_has_category then
@@ -254,21 +253,19 @@ begin
 
     if v_collect then
       -- Few bars of the region match: every match of the region is collected,
-      -- then sorted. When a filter has an index (the rating, the price levels,
-      -- the intensity range of the asked statuses, "closed" aside, and "open at
-      -- a minute": GiST on (city_id, open_week), probed per city with its own
-      -- local minute), the matches are found through it first: a custom plan, so
-      -- the filters not given fold away and only index conditions remain
-      -- (planned per call: this path is rare). Otherwise (a box or category of
-      -- few bars, open_now=false, or statuses with "closed") the region is read
-      -- and tested row by row.
+      -- then sorted. In a large region (over v_region_cap bars, or no region),
+      -- when a filter has an index (the rating, the price levels, the intensity
+      -- range of the asked statuses, "closed" aside), the matches are found
+      -- through it first: a custom plan, so the filters not given fold away and
+      -- only index conditions remain (planned per call: this path is rare).
+      -- Otherwise the region is read and tested row by row (open_now / open_at
+      -- have no index: see migration 000008).
       if p_statuses is not null and not ('closed' = any (p_statuses)) then
         select min(case s when 'quiet' then 0 when 'moderate' then 25 when 'busy' then 50 when 'very_busy' then 75 end),
                max(case s when 'quiet' then 24 when 'moderate' then 49 when 'busy' then 74 when 'very_busy' then 32767 end)
           into v_intensity_min, v_intensity_max
           from unnest(p_statuses) s;
       end if;
-      v_must_open_now := v_intensity_min is not null or coalesce(p_open_now, false);
       -- a region of fewer bars than the cap is read region-first (bounded work)
       if not v_few_region and v_radius_m is not null then
         v_few_region := (select count(*) from (
@@ -278,7 +275,7 @@ begin
           select 1 from private.bars b where b.location <@ v_box limit v_region_cap) x) < v_region_cap;
       end if;
       if not v_few_region
-         and (v_must_open_now or p_open_at is not null or p_min_rating is not null or p_price_levels is not null) then
+         and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null) then
         v_plan_mode := current_setting('plan_cache_mode');
         perform set_config('plan_cache_mode', 'force_custom_plan', true);
         v_page := array(
@@ -289,12 +286,10 @@ begin
           ),
           f as materialized (
             select l.bar_id, l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at
-            from tz join private.bar_live l on l.city_id = tz.id
+            from private.bar_live l join tz on tz.id = l.city_id
             where (p_min_rating is null or l.google_rating >= p_min_rating)
               and (p_price_levels is null or l.price_level = any (p_price_levels))
               and (v_intensity_min is null or l.current_intensity between v_intensity_min and v_intensity_max)
-              and (not v_must_open_now or l.open_week @> tz.m_now)
-              and (p_open_at is null or l.open_week @> tz.m_at)
           ),
           m as materialized (
             select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
