@@ -33,6 +33,9 @@ export async function startPartner(
     redis: options.redis,
     redisPrefix: options.redisPrefix ?? `test:${randomBytes(6).toString('hex')}:`,
     usageFlushMs: 60_000, // tests flush explicitly
+    // Not the production 50 ms: on a loaded CI machine a slow reply would open the circuit and the
+    // shared-count tests would see in-process counts (the breaker has its own tests).
+    redisBudgetMs: 2_000,
   });
   const app = createPartnerApp({ config: { env: 'test' }, logger, pool, guard: guard.handlers });
   return { app, guard, pool, close: async () => void (await guard.close()) };
