@@ -116,6 +116,9 @@ describe('the limiter in Redis (own redis-server)', () => {
     const { apiKey, keyId } = await issueKey(db.owner);
     // A second instance serves 7 requests and is then abandoned without close() (no flush: like SIGKILL).
     const victim = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
+    // Its own start-up sweep runs in the background; usage work is serial, so this waits for it (on a
+    // loaded machine it could otherwise write the first request's count itself).
+    await victim.guard.sharedUsage!.flush();
     for (let i = 0; i < 7; i++) await request(victim.app).get(TEST).set(bearer(apiKey)).expect(200);
     await request(victim.app).get('/api/v1/partner/bars/999999999').set(bearer(apiKey)).expect(404);
     const count = async () =>
