@@ -84,6 +84,18 @@ as $$
           or coalesce(private.occupancy_status(p_intensity, coalesce(p_open_week @> p_minute_now, false)) = any (p_statuses), false))
 $$;
 
+-- Each city's local minute of the week at p_now and at p_open_at (null when
+-- p_open_at is): the time-zone conversion once per city, not per bar. Inlined
+-- into the calling statement (SQL, stable, no SET clause).
+create or replace function private.city_local_minutes(p_now timestamptz, p_open_at timestamptz)
+  returns table (id bigint, m_now integer, m_at integer)
+  language sql stable parallel safe
+as $$
+  select c.id, private.minute_of_week(p_now at time zone c.time_zone),
+         private.minute_of_week(p_open_at at time zone c.time_zone)
+  from private.cities c
+$$;
+
 create or replace function api.bars(
   p_ids text[] default null,
   p_category text default null,
@@ -181,11 +193,7 @@ begin
             and (v_box is null or b.location <@ v_box)
           order by b.geo <-> v_center limit v_budget
         ),
-        tz as materialized (
-          select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                 private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-          from private.cities c
-        ),
+        tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
         m as (
           select w.id, w.d from w
           join private.bar_live l on l.bar_id = w.id
@@ -205,11 +213,7 @@ begin
             and (v_box is null or b.location <@ v_box)
           order by b.geo <-> v_center limit v_budget
         ),
-        tz as materialized (
-          select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                 private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-          from private.cities c
-        ),
+        tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
         m as (
           select w.id, w.d from w
           join private.bar_live l on l.bar_id = w.id
@@ -233,11 +237,7 @@ begin
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
         order by b.name, b.id limit v_budget
       ),
-      tz as materialized (
-        select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-               private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-        from private.cities c
-      ),
+      tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
       m as (
         select w.id, w.name from w
         join private.bar_live l on l.bar_id = w.id
@@ -261,10 +261,10 @@ begin
       -- Otherwise the region is read and tested row by row (open_now / open_at
       -- have no index: see migration 000008).
       if p_statuses is not null and not ('closed' = any (p_statuses)) then
-        select min(case s when 'quiet' then 0 when 'moderate' then 25 when 'busy' then 50 when 'very_busy' then 75 end),
-               max(case s when 'quiet' then 24 when 'moderate' then 49 when 'busy' then 74 when 'very_busy' then 32767 end)
-          into v_intensity_min, v_intensity_max
-          from unnest(p_statuses) s;
+        -- the intensities (0-100, occupancy's check) an open bar has in the asked statuses
+        select min(i), max(i) into v_intensity_min, v_intensity_max
+          from generate_series(0, 100) i
+          where private.occupancy_status(i, true) = any (p_statuses);
       end if;
       -- a region of fewer bars than the cap is read region-first (bounded work)
       if not v_few_region and v_radius_m is not null then
@@ -279,11 +279,7 @@ begin
         v_plan_mode := current_setting('plan_cache_mode');
         perform set_config('plan_cache_mode', 'force_custom_plan', true);
         v_page := array(
-          with tz as materialized (
-            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-            from private.cities c
-          ),
+          with tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
           f as materialized (
             select l.bar_id, l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at
             from private.bar_live l join tz on tz.id = l.city_id
@@ -305,11 +301,7 @@ begin
         perform set_config('plan_cache_mode', v_plan_mode, true);
       else
         v_page := array(
-          with tz as materialized (
-            select c.id, private.minute_of_week(p_now at time zone c.time_zone) as m_now,
-                   private.minute_of_week(p_open_at at time zone c.time_zone) as m_at
-            from private.cities c
-          ),
+          with tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
           m as materialized (
             select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
             from private.bars b
