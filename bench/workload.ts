@@ -146,6 +146,8 @@ const filterValues = (f: Filters = {}) => [
   f.minRating ?? null,
   f.statuses ?? null,
 ];
+/** Tuesday 10:30 UTC: 05:30 in New York, 02:30 in Los Angeles (few bars open). */
+const DAWN = '2026-11-24T10:30:00Z';
 /** A realistic filter mix: open now (most common), price, rating, busy bars, an evening instant. */
 function someFilters(): Filters {
   const f: Filters = {};
@@ -404,6 +406,12 @@ export function endpoints(s: Sample): Endpoint[] {
         ),
         barsCall({ category: s.categories.at(-1), limit: 250, filters: { openNow: false } }, 'rare-category-closed'),
         barsCall({ limit: 250, filters: { statuses: ['very_busy'], minRating: 4.5 } }, 'no-location-rare-filters'),
+        // few bars open (dawn in the US): the open slots' index, not a pass over the region
+        barsCall({ limit: 250, filters: { openAt: DAWN } }, 'no-location-open-at-dawn'),
+        barsCall(
+          { latitude: biggest.lat, longitude: biggest.lon, radius: 25, limit: 100, filters: { openAt: DAWN } },
+          'radius25-densest-open-at-dawn',
+        ),
       ],
     },
     {
@@ -425,6 +433,12 @@ export function endpoints(s: Sample): Endpoint[] {
           biggest,
           { page: 20, perPage: 100, filters: { openNow: true } },
           'largest-city-open-deep',
+        ),
+        cityCall(
+          'bars_by_city',
+          biggest,
+          { page: 1, perPage: 20, filters: { openAt: DAWN } },
+          'largest-city-open-at-dawn',
         ),
       ],
     },

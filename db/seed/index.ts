@@ -45,6 +45,9 @@ export const barDataTables = [
   'cities',
 ];
 
+/** Tables derived from the bar data that the load fills (private.bar_live_rebuild). */
+const derivedTables = ['bar_live', 'bar_open_slots'];
+
 export async function seedDemoData(databaseUrl: string, options: SeedOptions): Promise<void> {
   const { bars } = options;
   const seed = options.seed ?? 1;
@@ -68,6 +71,9 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
     await client.query("select set_config('private.defer_bar_documents', 'on', true)");
     // Likewise the search structure (db/migrations/functions/27-search.sql): built once after the load.
     await client.query("select set_config('private.defer_search', 'on', true)");
+    // And bar_live with the open slots (db/migrations/functions/11-bar-live.sql): one insert per table
+    // after the load, not an insert by the bars and an update by each of opening_hours and occupancy.
+    await client.query("select set_config('private.defer_bar_live', 'on', true)");
     await client.query(`lock table ${barDataTables.map((t) => `private.${t}`).join(', ')} in exclusive mode`);
     await refuseOrReset(client, options.reset ?? false, progress);
 
@@ -93,6 +99,12 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
     await progress.run('groups', () => client.query(sql.groups));
     await progress.run('bar_groups', () => client.query(sql.barGroups));
     await client.query(sql.dropEmptyGroups);
+    // before their indexes are back: one build each instead of a million insertions
+    await progress.run('bar_live and open slots', () =>
+      client.query(`do $$ begin
+        if to_regprocedure('private.bar_live_rebuild()') is not null then perform private.bar_live_rebuild(); end if;
+      end $$`),
+    );
     for (const statement of restore) await client.query(statement);
     progress.phase(`indexes and foreign keys (${restore.length})`);
     // Bar documents (db/migrations/functions/10-bar-documents.sql): their triggers were deferred for
@@ -120,7 +132,7 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
   const analyzer = new pg.Client({ connectionString: databaseUrl, application_name: 'demo-seed' });
   await analyzer.connect();
   try {
-    await analyzer.query(`analyze ${barDataTables.map((t) => `private.${t}`).join(', ')}`);
+    await analyzer.query(`analyze ${[...barDataTables, ...derivedTables].map((t) => `private.${t}`).join(', ')}`);
   } finally {
     await analyzer.end().catch(() => undefined);
   }
@@ -265,8 +277,7 @@ const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerC
  * by row; the transaction keeps this invisible to everyone else.
  */
 async function dropBulkLoadObstacles(client: pg.Client): Promise<string[]> {
-  // bar_live is filled by the triggers of bars, opening_hours and occupancy during the load
-  const tables = [...barDataTables, 'bar_live'].map((t) => `private.${t}`);
+  const tables = [...barDataTables, ...derivedTables].map((t) => `private.${t}`);
   const { rows: fks } = await client.query<{ drop: string; restore: string }>(
     `
     select format('alter table %s drop constraint %I', conrelid::regclass, conname) as drop,

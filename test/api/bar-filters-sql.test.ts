@@ -139,6 +139,24 @@ describe('bar filters (SQL)', () => {
     ]);
   });
 
+  test('nearest first with filters: matches tied at the distance of the last one are ordered by id', async () => {
+    // inserted in another order than their ids: the index walk meets ties in no particular order
+    await q(`insert into private.bars (id, city_id, name, address, latitude, longitude, price_level, google_rating) overriding system value
+             values (503, 1, 'Tie C', '9 St', 30.5, -97.5, 2, 4.2), (501, 1, 'Tie A', '9 St', 30.5, -97.5, 2, 4.2),
+                    (502, 1, 'Tie B', '9 St', 30.5, -97.5, 2, 4.2)`);
+    try {
+      for (const radius of ['', ', p_radius => 50']) {
+        const near = (limit: number) =>
+          bars(`p_latitude => 30.6, p_longitude => -97.5${radius}, p_min_rating => 4.1, p_limit => ${limit}`);
+        expect(ids(await near(1))).toEqual(['Tie A']);
+        expect(ids(await near(2))).toEqual(['Tie A', 'Tie B']);
+        expect(ids(await near(4))).toEqual(['Tie A', 'Tie B', 'Tie C', 'A Late']);
+      }
+    } finally {
+      await q('delete from private.bars where id in (501, 502, 503)');
+    }
+  });
+
   test('bars_by_city: filters narrow the page and the totals, before pagination', async () => {
     const at = [WED_2230_CHICAGO];
     const all = await city(`'TX', 'Austin', p_now => $1`, at);
@@ -296,5 +314,64 @@ describe('bar filters (SQL)', () => {
     expect(
       ids(await bars(`p_latitude => $2, p_longitude => $3, p_statuses => '{very_busy}', p_now => $1`, [at, ...center])),
     ).toEqual(expect.arrayContaining(['ZZ far 3']));
+
+    // Few bars open at an instant (fewer than 2,000 anywhere) are collected through their open slots (above);
+    // with more open, the walk serves open_now / open_at: the same answers as brute force.
+    expect((await q('select private.open_bars_fewer_than($1, null, null, null, 2000) as few', [at]))[0].few).toBe(true);
+    // a region probes only the time zones whose bars' extent it meets
+    const zones = async (where: string) =>
+      (
+        await q(
+          `select z.name from private.time_zones z
+           where z.id::bigint * 10080 + private.minute_of_week($1 at time zone z.name) in (select k from ${where})
+           order by 1`,
+          [at],
+        )
+      ).map((r: { name: string }) => r.name);
+    expect(await zones('private.open_slot_keys($1)')).toEqual([
+      'America/Chicago',
+      'America/Denver',
+      'America/New_York',
+    ]);
+    expect(await zones('private.open_slot_keys($1, private.earth_point(39.74, -104.99), 20000, null)')).toEqual([
+      'America/Denver',
+    ]);
+    expect(await zones(`private.open_slot_keys($1, null, null, box(point(-98, 30), point(-73, 41)))`)).toEqual([
+      'America/Chicago',
+      'America/New_York',
+    ]);
+    await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
+             select 20000 + g, d, '12:00', '23:00' from generate_series(1, 2500, 2) g, generate_series(1, 7) d`);
+    await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
+             select 20000 + g, d, '21:00', '03:00' from generate_series(2, 2500, 2) g, generate_series(1, 7) d`);
+    expect((await q('select private.open_bars_fewer_than($1, null, null, null, 2000) as few', [at]))[0].few).toBe(
+      false,
+    );
+    for (const instant of [at, '2026-11-26T08:15:00Z', '2026-11-26T18:00:00Z']) {
+      const open = `private.bar_filters_match(b.id, $1, true, null, null, null, null)`;
+      const near = await bars(
+        `p_latitude => $2, p_longitude => $3, p_radius => 10, p_limit => 5, p_open_now => true, p_now => $1`,
+        [instant, ...center],
+      );
+      const expectedNear = (
+        await q(
+          `select b.name from private.bars b
+           where earth_distance(b.geo, private.earth_point($2, $3)) <= 10 * 1609.344 and ${open}
+           order by b.geo <-> private.earth_point($2, $3), b.id limit 5`,
+          [instant, ...center],
+        )
+      ).map((r: { name: string }) => r.name);
+      expect({ instant, got: ids(near) }).toEqual({ instant, got: expectedNear });
+      if (instant !== '2026-11-26T18:00:00Z') expect(expectedNear).toHaveLength(5); // 21:30 and 01:15 in Denver
+      const named = await bars(`p_limit => 5, p_open_at => $1`, [instant]);
+      const expectedNamed = (
+        await q(
+          `select b.name from private.bars b where private.bar_filters_match(b.id, now(), null, $1, null, null, null)
+           order by b.name, b.id limit 5`,
+          [instant],
+        )
+      ).map((r: { name: string }) => r.name);
+      expect({ instant, got: ids(named) }).toEqual({ instant, got: expectedNamed });
+    }
   }, 60_000);
 });

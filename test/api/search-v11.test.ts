@@ -96,6 +96,21 @@ describe('GET search (v1.1)', () => {
     expect(typo.total_count_capped).toBe(false);
   });
 
+  test('trigram tier through the words of the names: frequent words, rare words, carriers', async () => {
+    // "capped" and "bar" are in 1,205 and 2,206 names, "1205" in one: a typo of both frequent words
+    // reaches the name through its rare word
+    expect((await names('q=caped%20bar%201205&type=bar'))[0]).toBe('bar:Capped Bar 1205');
+    // a word holding 60% of q's trigrams alone ("capped" for "cappedd"): 100 of its names, and the
+    // names nearest q; all 1,205 qualify, the count is the budget's (docs/API-NOTES.md › Search)
+    const carrier = await search('q=cappedd&per_page=100');
+    expect(carrier.results.every((r) => r.name.startsWith('Capped Bar '))).toBe(true);
+    expect(carrier.pagination.total_count).toBeGreaterThanOrEqual(100);
+    expect(carrier.pagination.total_count).toBeLessThanOrEqual(200);
+    expect(carrier.total_count_capped).toBe(false);
+    // nothing similar: nothing found
+    expect((await search('q=zzqqxxjj')).pagination.total_count).toBe(0);
+  });
+
   test('accents, case and apostrophes do not matter, in q or in the names', async () => {
     expect(await names('q=CAÑON')).toEqual(await names('q=canon'));
     expect((await names('q=cafe%20osaka'))[0]).toBe('bar:Café Ōsaka');

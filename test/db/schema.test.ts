@@ -129,7 +129,7 @@ describe('schema integrity and privileges', () => {
 
   // db/CONVENTIONS.md "Writing functions": api.* plan once per connection (plpgsql with static SQL; a SQL-language
   // SECURITY DEFINER or SET function is planned on every call on PostgreSQL 15-17, and so is a dynamic EXECUTE).
-  // Credential and usage bookkeeping (migration 000003 and current/51) runs once per key per cache period or per
+  // Credential and usage bookkeeping (migrations 000003 and 000006) runs once per key per cache period or per
   // flush batch, not per request: exempt until it moves into a function file.
   const offPathApi = new Set(['authenticate', 'record_usage', 'record_usage_alert', 'usage_key_ids']);
 

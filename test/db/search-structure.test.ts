@@ -1,9 +1,11 @@
 /**
- * The search structure (private.search_terms, private.search_names) is kept
- * exact by triggers: after inserts, renames, popularity and position changes,
- * deletes and truncates of bars and cities it equals a recomputation from
- * scratch (private.search_rebuild), row for row.
+ * The search structure (private.search_terms, private.search_names and the
+ * trigram tier's word lexicon, private.search_name_words and private.search_words)
+ * is kept exact by triggers: after inserts, renames, popularity and position
+ * changes, deletes and truncates of bars and cities it equals a recomputation
+ * from scratch (private.search_rebuild), row for row.
  */
+import type { QueryResult } from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 
@@ -15,13 +17,18 @@ describe('search structure maintenance', () => {
   });
   afterAll(() => db.drop());
 
-  const snapshot = async () => {
-    const terms = await db.owner.query(
+  const read = async (query: (sql: string) => Promise<QueryResult>) => {
+    const terms = await query(
       'select kind, id, tier, suffix, popularity, geo::text as geo from private.search_terms order by 1, 2, 3, 4',
     );
-    const names = await db.owner.query('select name_key, entities from private.search_names order by 1');
-    return { terms: terms.rows, names: names.rows };
+    const names = await query('select name_key, entities from private.search_names order by 1');
+    const nameWords = await query(
+      'select word, next_word, name_key, count(*)::int as n from private.search_name_words group by 1, 2, 3 order by 1, 2, 3',
+    );
+    const words = await query('select word, names from private.search_words order by 1');
+    return { terms: terms.rows, names: names.rows, nameWords: nameWords.rows, words: words.rows };
   };
+  const snapshot = () => read((sql) => db.owner.query(sql));
 
   /** The live structure, then the structure rebuilt from the tables (in a rolled-back transaction). */
   const liveAndRecomputed = async () => {
@@ -30,11 +37,7 @@ describe('search structure maintenance', () => {
     try {
       await client.query('begin');
       await client.query('select private.search_rebuild()');
-      const terms = await client.query(
-        'select kind, id, tier, suffix, popularity, geo::text as geo from private.search_terms order by 1, 2, 3, 4',
-      );
-      const names = await client.query('select name_key, entities from private.search_names order by 1');
-      return { live, recomputed: { terms: terms.rows, names: names.rows } };
+      return { live, recomputed: await read((sql) => client.query(sql)) };
     } finally {
       await client.query('rollback');
       client.release();
@@ -66,6 +69,32 @@ describe('search structure maintenance', () => {
       [3, 'city'],
     ]);
     expect(live.names).toContainEqual({ name_key: 'the tap room', entities: 2 });
+    // The trigram tier's lexicon: each word of each distinct key (pg_trgm's words: letters and digits)
+    // with the word after it, and the words with how many such rows carry them.
+    expect(live.nameWords.filter((w) => w.name_key === 'canon city, co')).toEqual([
+      { word: 'canon', next_word: 'city', name_key: 'canon city, co', n: 1 },
+      { word: 'city', next_word: 'co', name_key: 'canon city, co', n: 1 },
+      { word: 'co', next_word: '', name_key: 'canon city, co', n: 1 },
+    ]);
+    expect(live.nameWords.filter((w) => w.name_key === 'the tap room').map((w) => [w.word, w.next_word])).toEqual([
+      ['room', ''],
+      ['tap', 'room'],
+      ['the', 'tap'],
+    ]);
+    expect(live.words).toContainEqual({ word: 'tap', names: 1 }); // one distinct name, whatever its bars
+    expect(live.words).toContainEqual({ word: 'canon', names: 2 }); // "canon city" and "canon city, co"
+
+    // a key whose words repeat, and words split by punctuation
+    const repeat = await f.bar(austin, { name: 'Bar & Bar-Bar', google_ratings_total: 3 });
+    live = await expectExact();
+    expect(live.nameWords.filter((w) => w.name_key === 'bar & bar-bar')).toEqual([
+      { word: 'bar', next_word: '', name_key: 'bar & bar-bar', n: 1 },
+      { word: 'bar', next_word: 'bar', name_key: 'bar & bar-bar', n: 2 },
+    ]);
+    expect(live.words).toContainEqual({ word: 'bar', names: 3 });
+    await db.owner.query('delete from private.bars where id = $1', [repeat]);
+    live = await expectExact();
+    expect(live.words.map((w) => w.word)).not.toContain('bar');
 
     // bulk insert in one statement
     await db.owner.query(
@@ -88,6 +117,8 @@ describe('search structure maintenance', () => {
     expect(live.names).toContainEqual({ name_key: 'the tap room', entities: 2 });
     expect(live.names.map((n) => n.name_key)).not.toContain('oreillys tavern');
     expect(live.names.map((n) => n.name_key)).toContain('austin, ca');
+    expect(live.words.map((w) => w.word)).toEqual(expect.arrayContaining(['cafe', 'osaka', 'bulk', 'ca']));
+    expect(live.words.map((w) => w.word)).not.toContain('oreillys');
 
     // deletes: some bars, then a duplicate name's last carrier, then a city with its bars
     await db.owner.query("delete from private.bars where name like 'Bülk Bar 2%' or id % 7 = 0");
@@ -104,7 +135,7 @@ describe('search structure maintenance', () => {
   test('truncate of the bar data empties the structure; a reload refills it', async () => {
     await db.owner.query('truncate private.bars, private.cities cascade');
     const empty = await expectExact();
-    expect(empty).toEqual({ terms: [], names: [] });
+    expect(empty).toEqual({ terms: [], names: [], nameWords: [], words: [] });
     const f = fixtures(db.owner);
     const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
     await f.bar(city, { name: 'Tap' });
@@ -113,7 +144,9 @@ describe('search structure maintenance', () => {
   });
 
   test('trigram tier: on a small lexicon, exactly the names that qualify, best first', async () => {
-    // (the probes' budgets only bind on a big lexicon: here every name is in reach)
+    // (the probes' budgets only bind on a big lexicon: here every word is rare, so every name carrying
+    // two words similar to q's is a candidate, and every name with similarity >= 0.3 is among the
+    // 100 names nearest q)
     await db.owner.query('truncate private.bars, private.cities cascade');
     const f = fixtures(db.owner);
     const austin = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago', population: 950000 });
@@ -128,14 +161,30 @@ describe('search structure maintenance', () => {
        from generate_series(1, 80) g`,
       [austin, first, second],
     );
+    // Bars (docs/API-NOTES.md › Search): similarity >= 0.3 (the names nearest q), or word_similarity >= 0.6
+    // for a name with a word holding 60% of q's trigrams alone (a carrier), or two words among the 6
+    // lexicon words most similar to one of q's words (similarity >= 0.3). Cities: every key.
     const byDefinition = async (q: string, kind: number) =>
       (
         await db.owner.query(
           `with q as (select private.search_fold($1) as q),
+           lexicon as (
+             select distinct w from private.search_names n, regexp_split_to_table(n.name_key, '[^[:alnum:]]+') w
+             where w <> ''),
+           close_words as (
+             select distinct s.w, word_similarity(q.q, s.w) >= 0.6 as carrier
+             from q, regexp_split_to_table(q.q, '[^[:alnum:]]+') t
+             cross join lateral (
+               select l.w from lexicon l where similarity(t, l.w) >= 0.3 order by similarity(t, l.w) desc, l.w limit 6) s
+             where t <> ''),
            keys as (
              select t.suffix, greatest(similarity(q.q, t.suffix), word_similarity(q.q, t.suffix)) as score
              from (select distinct suffix from private.search_terms where kind = $2 and tier = 2) t, q
-             where (similarity(q.q, t.suffix) >= 0.3 or word_similarity(q.q, t.suffix) >= 0.6)
+             cross join lateral (
+               select count(distinct c.w) as close, bool_or(c.carrier) as carrier
+               from regexp_split_to_table(t.suffix, '[^[:alnum:]]+') nw(word) join close_words c on c.w = nw.word) n
+             where (similarity(q.q, t.suffix) >= 0.3
+                    or (word_similarity(q.q, t.suffix) >= 0.6 and ($2 = 2 or n.carrier or n.close >= 2)))
                and not starts_with(t.suffix, q.q) and strpos(t.suffix, ' ' || q.q) = 0
              order by 2 desc, 1
              limit case when $2 = 1 then 200 end)
@@ -176,5 +225,66 @@ describe('search structure maintenance', () => {
       }
     }
     expect(found).toBeGreaterThan(30);
+  });
+
+  test('trigram tier on a big lexicon: frequent words through adjacent pairs, rare words whole', async () => {
+    await db.owner.query('truncate private.bars, private.cities cascade');
+    const f = fixtures(db.owner);
+    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+    // "the", "rusty", "anchor" and "tavern" are frequent (each in more than 300 names); "zebulon" is rare
+    await db.owner.query(
+      `insert into private.bars (city_id, name, address, latitude, longitude, google_ratings_total)
+       select $1::bigint, n, '1 Main St', 30, -97, 1 from (
+         select 'The Rusty ' || g as n from generate_series(1, 320) g
+         union all select 'Anchor ' || g || ' Tavern' from generate_series(1, 320) g
+         union all values ('The Rusty Anchor'), ('Rusty Anchor Tavern'), ('Rusty Old Anchor Grand Saloon And Lounge'),
+                          ('Zebulon Tavern'), ('Zebulon Rusty Lounge')) x`,
+      [city],
+    );
+    const words = await db.owner.query(
+      "select word, names from private.search_words where word in ('the', 'rusty', 'anchor', 'tavern', 'zebulon') order by 1",
+    );
+    expect(words.rows.map((r) => [r.word, r.names > 300])).toEqual([
+      ['anchor', true],
+      ['rusty', true],
+      ['tavern', true],
+      ['the', true],
+      ['zebulon', false],
+    ]);
+    const fuzzy = async (q: string) => {
+      const { rows } = await db.owner.query<{ name_key: string; score: number; ws: number; sim: number }>(
+        `select k.name_key, k.score, word_similarity(q, k.name_key) as ws, similarity(q, k.name_key) as sim
+         from private.search_fold($1) q, private.search_fuzzy_names(q, 200, 1001) k`,
+        [q],
+      );
+      // every name served qualifies, scored by word_similarity
+      for (const r of rows) {
+        expect(r.score).toBe(r.ws);
+        expect(r.ws >= 0.6 || r.sim >= 0.3).toBe(true);
+      }
+      return rows.map((r) => r.name_key);
+    };
+    // a typo of a whole name of frequent words: "the rusty" and "rusty anchor" (each short of 60% of q's
+    // trigrams) with a third similar word
+    expect(await fuzzy('the rusty ancor')).toContain('the rusty anchor');
+    // two adjacent frequent words holding 60% of q: their names
+    expect(await fuzzy('rusty anchr')).toEqual(expect.arrayContaining(['the rusty anchor', 'rusty anchor tavern']));
+    // ... but not apart: this name qualifies (word_similarity 0.63, similarity 0.23), "old" is in the way
+    const [apart] = (
+      await db.owner.query(
+        "select word_similarity('rusty anchr', 'rusty old anchor grand saloon and lounge') as ws, similarity('rusty anchr', 'rusty old anchor grand saloon and lounge') as sim",
+      )
+    ).rows;
+    expect(apart.ws).toBeGreaterThanOrEqual(0.6);
+    expect(apart.sim).toBeLessThan(0.3);
+    expect(await fuzzy('rusty anchr')).not.toContain('rusty old anchor grand saloon and lounge');
+    // a rare word: its names with another similar word
+    const zebulon = await fuzzy('zebulon tavrn');
+    expect(zebulon).toContain('zebulon tavern');
+    expect(zebulon).not.toContain('zebulon rusty lounge');
+    // a carrier (a word holding 60% of q alone): up to 100 of its names, best first
+    const carrier = await fuzzy('taverns');
+    expect(carrier.length).toBeGreaterThanOrEqual(100);
+    expect(carrier.slice(0, 100).every((n) => / tavern$|^zebulon tavern$/.test(n))).toBe(true);
   });
 });

@@ -1,52 +1,29 @@
 /**
  * The derived tables behind the fast paths (2-partner-api.sql: bar_live,
- * city_bar_counts, city_post_hours) must equal a recomputation from the base
+ * city_bar_counts, city_post_hours; bar_open_slots, the filters' "open at an
+ * instant" index) must equal a recomputation from the base
  * tables after every kind of change. Correctness only; speed is bench/'s job.
  */
 import { createTestDatabase, type TestDatabase } from '../support/db';
-
-// Rows of the derived table that differ from a recomputation (both directions).
-const DRIFT = {
-  barLive: `
-    with expected as (
-      select b.id as bar_id, b.city_id, b.name, o.current_intensity,
-             coalesce((select range_agg(r) from private.opening_hours h
-                       cross join lateral unnest(private.slot_minutes(h.day_of_week, h.opens, h.closes)) r
-                       where h.bar_id = b.id), '{}') as open_week,
-             private.bar_hours_json(b.id)::text as hours
-      from private.bars b left join private.occupancy o on o.bar_id = b.id),
-    actual as (
-      select l.bar_id, l.city_id, l.name, l.current_intensity, l.open_week,
-             coalesce(l.hours, private.bar_hours_json(l.bar_id))::text as hours
-      from private.bar_live l)
-    select count(*)::int as n from ((select * from expected except select * from actual)
-                                    union all (select * from actual except select * from expected)) d`,
-  barCounts: `
-    with expected as (select city_id, count(*)::int as n from private.bars group by 1),
-    actual as (select city_id, n from private.city_bar_counts where n <> 0)
-    select count(*)::int as n from ((select * from expected except select * from actual)
-                                    union all (select * from actual except select * from expected)) d`,
-  postHours: `
-    with expected as (select city_id, date_trunc('hour', created_at, 'UTC') as hour, count(*)::int as n from private.posts group by 1, 2),
-    actual as (select city_id, hour, n from private.city_post_hours where n <> 0)
-    select count(*)::int as n from ((select * from expected except select * from actual)
-                                    union all (select * from actual except select * from expected)) d`,
-};
+import { DRIFT } from '../support/derived-drift';
 
 describe('derived tables stay exact', () => {
   let db: TestDatabase;
   const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
   const drift = async () => ({
     barLive: (await q(DRIFT.barLive))[0].n as number,
+    openSlots: (await q(DRIFT.openSlots))[0].n as number,
+    zoneExtents: (await q(DRIFT.zoneExtents))[0].n as number,
     barCounts: (await q(DRIFT.barCounts))[0].n as number,
     postHours: (await q(DRIFT.postHours))[0].n as number,
   });
-  const none = { barLive: 0, barCounts: 0, postHours: 0 };
+  const none = { barLive: 0, openSlots: 0, zoneExtents: 0, barCounts: 0, postHours: 0 };
 
   beforeAll(async () => {
     db = await createTestDatabase();
     await q(`insert into private.cities (name, state, time_zone, latitude, longitude)
-             values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74), ('Dallas', 'TX', 'America/Chicago', 32.78, -96.8)`);
+             values ('Austin', 'TX', 'America/Chicago', 30.27, -97.74), ('Dallas', 'TX', 'America/Chicago', 32.78, -96.8),
+                    ('Denver', 'CO', 'America/Denver', 39.74, -104.99)`);
     await q(`insert into private.users (username) values ('ann'), ('bob')`);
   });
   afterAll(async () => db.drop());
@@ -64,6 +41,7 @@ describe('derived tables stay exact', () => {
              from private.bars b cross join generate_series(1, 10) g`);
     expect(await drift()).toEqual(none);
     expect((await q('select count(*)::int as n from private.bar_live'))[0].n).toBe(40);
+    expect((await q('select count(*)::int as n from private.bar_open_slots'))[0].n).toBeGreaterThan(200);
     expect((await q('select count(*)::int as n from private.city_post_hours'))[0].n).toBeGreaterThan(1);
   });
 
@@ -74,6 +52,15 @@ describe('derived tables stay exact', () => {
     await q(`insert into private.bars (city_id, name, address, latitude, longitude)
              select 1, 'New ' || g, g || ' Side St', 30.27, -97.74 from generate_series(1, 3) g`);
     await q(`update private.bars set city_id = 2, name = name || ' (moved)' where name like 'New %'`);
+    await q(`insert into private.opening_hours (bar_id, day_of_week, opens, closes)
+             select id, 5, '21:00', '04:00' from private.bars where name like 'New %'`);
+    // to another time zone: a bar moving city, a city changing its time zone (a new one, then back)
+    await q(`update private.bars set city_id = 3 where name = 'New 1 (moved)'`);
+    await q(`update private.cities set time_zone = 'America/Phoenix' where name = 'Dallas'`);
+    expect(await drift()).toEqual(none);
+    await q(`update private.cities set time_zone = 'America/Chicago' where name = 'Dallas'`);
+    // bars moving within their city, far out (the zone's extent grows)
+    await q(`update private.bars set latitude = 31.5, longitude = -99.9 where id in (2, 3)`);
     await q(`update private.occupancy set current_intensity = 99 where bar_id in (1, 2, 3)`);
     await q(`update private.occupancy set bar_id = 4 where bar_id = 5`);
     await q(`update private.posts set created_at = created_at - interval '3 hours' where id % 7 = 0`);

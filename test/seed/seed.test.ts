@@ -1,6 +1,7 @@
 import { SeedRefusedError, barDataTables, seedDemoData } from '../../db/seed';
 import { selectCities } from '../../db/seed/cities';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { DRIFT } from '../support/derived-drift';
 
 const bars = 300;
 // Friday 22:30 in New York, 19:30 in Los Angeles: plenty of bars open, some closed.
@@ -223,6 +224,18 @@ describe('demo data generator', () => {
     );
     expect(inserted.id).toBeGreaterThan(bars / 4);
     await a.owner.query("delete from private.users where username = 'after_seed'");
+  });
+
+  test('builds the derived tables of the load exactly (bar_live, open slots, zone extents, counts)', async () => {
+    for (const [name, sql] of Object.entries(DRIFT)) {
+      expect({ name, drift: (await one<{ n: number }>(a, sql)).n }).toEqual({ name, drift: 0 });
+    }
+    const live = await one<{ bars: number; slots: number }>(
+      a,
+      'select (select count(*)::int from private.bar_live) as bars, (select count(*)::int from private.bar_open_slots) as slots',
+    );
+    expect(live).toEqual({ bars, slots: expect.any(Number) });
+    expect(live.slots).toBeGreaterThan(bars);
   });
 
   test('is deterministic: the same seed twice gives identical tables', async () => {

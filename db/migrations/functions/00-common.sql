@@ -43,6 +43,24 @@ as $$
     'per_page', p_per_page)
 $$;
 
+-- A point on the earth: contrib earthdistance's ll_to_earth spelled out with
+-- schema-qualified calls (first version: committed 000001, which called
+-- ll_to_earth under `set search_path`). Without a SET clause the planner
+-- inlines it: the generated geo columns of bars and cities call it for every
+-- row (the 1M-bar seed's bars step spent ~45 s in the non-inlined call), as do
+-- the endpoints for a request's position. Qualified, it still works under an
+-- empty search_path (pg_restore recomputes generated columns with one). Not
+-- STRICT (a strict function is inlined only if its body is: earth() is not);
+-- a null coordinate still gives null, through the strict cube functions.
+create or replace function private.earth_point(latitude double precision, longitude double precision)
+  returns public.earth
+  language sql immutable parallel safe
+as $$
+  select public.cube(public.cube(public.cube(public.earth() * cos(radians(latitude)) * cos(radians(longitude))),
+                                 public.earth() * cos(radians(latitude)) * sin(radians(longitude))),
+                     public.earth() * sin(radians(latitude)))::public.earth
+$$;
+
 -- Bar ids arrive as text; only canonical positive integers can name a bar.
 create or replace function private.bar_id_or_null(p_id text) returns bigint
   language sql immutable parallel safe

@@ -1,4 +1,4 @@
--- Precomputed bar documents (repeatable file; table in current/10-serving-path.sql).
+-- Precomputed bar documents (repeatable file; table in committed migration 000006).
 --
 -- The bar object of GET bars / bars_by_city (list form) and GET bars/:id (detail
 -- form) share their first sixteen keys (id .. photos). Those, and the detail's

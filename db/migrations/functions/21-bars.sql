@@ -12,13 +12,18 @@
 --   box, few bars       bars_location, then sort
 --   category            walk of bars_name_id probing bar_categories' primary key
 --   nothing             walk of bars_name_id
--- Filters that never choose the index (category beside a location, the v1.1
--- filters) are written `(<not given> or <test>)`: a plan-time constant in a
--- custom plan, one boolean test per row in the generic plan.
+-- Filters that never choose the index (category beside a location) are written
+-- `(<not given> or <test>)`: a plan-time constant in a custom plan, one boolean
+-- test per row in the generic plan.
 -- With v1.1 filters (and no ids) the page is found in bounded work instead: the
--- walk above over at most 5,000 candidates, tested set-based; when that cannot
+-- walk above over at most 5,000 candidates, tested row by row; when that cannot
 -- prove the page, the matching bars of the region (box, category, radius or all)
--- are collected set-based from bar_live and sorted (see the block in api.bars).
+-- are collected set-based and sorted (see the block in api.bars): through an
+-- index of a filter (the open slots, rating, price level, intensity) when the
+-- region is large, else region-first. When the filters need a bar open at an
+-- instant and fewer than 2,000 bars of the region's time zones are open then
+-- (night there), those are collected at once through their open slots, without
+-- the walk.
 -- The page (ordered ids) is then rendered by one statement.
 
 -- Old signature (v1.0, without the v1.1 filters).
@@ -84,6 +89,12 @@ as $$
           or coalesce(private.occupancy_status(p_intensity, coalesce(p_open_week @> p_minute_now, false)) = any (p_statuses), false))
 $$;
 
+-- Whether the filters need a bar open now: open_now=true, or any status but
+-- closed (an open bar has one of those; a closed bar only "closed").
+create or replace function private.filters_need_open_now(p_open_now boolean, p_statuses text[]) returns boolean
+  language sql immutable parallel safe
+as $$ select coalesce(p_open_now or (p_statuses is not null and not ('closed' = any (p_statuses))), false) $$;
+
 -- Each city's local minute of the week at p_now and at p_open_at (null when
 -- p_open_at is): the time-zone conversion once per city, not per bar. Inlined
 -- into the calling statement (SQL, stable, no SET clause).
@@ -94,6 +105,48 @@ as $$
   select c.id, private.minute_of_week(p_now at time zone c.time_zone),
          private.minute_of_week(p_open_at at time zone c.time_zone)
   from private.cities c
+$$;
+
+-- Whether a bar is in the requested area: within the radius of the center and
+-- inside the box (each when given). An expression, inlined into the caller
+-- (index conditions stay index conditions; a sub-select here would stop the
+-- inlining, so the category test stays with the caller).
+create or replace function private.bar_in_area(
+  p_geo earth, p_location point, p_center earth, p_radius_m double precision, p_box box
+) returns boolean
+  language sql stable parallel safe
+as $$
+  select (p_radius_m is null or (earth_box(p_center, p_radius_m) @> p_geo and earth_distance(p_center, p_geo) <= p_radius_m))
+     and (p_box is null or p_location <@ p_box)
+$$;
+
+-- Whether fewer than p_n bars of the region's time zones (see open_slot_keys)
+-- are open at an instant, counted through bar_open_slots (one GiST probe per
+-- zone, at most p_n rows).
+drop function if exists private.open_bars_fewer_than(timestamptz, integer);
+create or replace function private.open_bars_fewer_than(
+  p_at timestamptz, p_center earth, p_radius_m double precision, p_box box, p_n integer
+) returns boolean
+  language sql stable parallel safe
+as $$
+  select count(*) < p_n from (
+    select 1 from private.open_slot_keys(p_at, p_center, p_radius_m, p_box) k
+    join private.bar_open_slots s on s.slot @> k.k limit p_n) x
+$$;
+
+-- Of the instants the filters need bars open at (open_at; now, for open_now=true
+-- or a status other than closed), one at which fewer than p_n bars of the
+-- region's time zones are open, or null.
+drop function if exists private.open_instant_of_few(timestamptz, timestamptz, boolean, integer);
+create or replace function private.open_instant_of_few(
+  p_open_at timestamptz, p_now timestamptz, p_needs_open_now boolean,
+  p_center earth, p_radius_m double precision, p_box box, p_n integer
+) returns timestamptz
+  language sql stable parallel safe
+as $$
+  select case
+    when p_open_at is not null and private.open_bars_fewer_than(p_open_at, p_center, p_radius_m, p_box, p_n) then p_open_at
+    when p_needs_open_now and private.open_bars_fewer_than(p_now, p_center, p_radius_m, p_box, p_n) then p_now end
 $$;
 
 create or replace function api.bars(
@@ -133,16 +186,19 @@ declare
   v_bitmap text;
   v_jit text;
   v_budget constant integer := 5000;  -- candidates of a filtered walk before the set-based evaluation
-  v_seen bigint;
   v_found bigint;
-  v_edge double precision;
-  v_found_edge double precision;
   v_collect boolean;
   v_few_region boolean;
   v_region_cap constant integer := 20000;  -- bars of a region read row by row rather than through the filters' indexes
+  v_open_few constant integer := 2000;     -- bars open at the instant (region's zones), collected at once (no walk)
   v_intensity_min integer;
   v_intensity_max integer;
   v_plan_mode text;
+  v_minutes_now integer[];  -- by city id: its local minute of the week at p_now
+  v_minutes_at integer[];   -- and at p_open_at
+  v_needs_open_now boolean := private.filters_need_open_now(p_open_now, p_statuses);
+  v_open_instant timestamptz;  -- an instant the bars must be open at, with few open then (bar_open_slots)
+  v_by_slots boolean := false;
 begin
   if v_has_category then
     -- the slug resolved once: each candidate bar is then one probe of bar_categories' primary key
@@ -162,13 +218,18 @@ begin
   if v_filtered and p_ids is null then
     -- The v1.1 filters, bounded. Testing each candidate of an index walk visits
     -- up to every bar when few match (1M bars: 17 s for a radius, 96 s without a
-    -- location). So: first the walk over at most v_budget candidates, tested
-    -- set-based against bar_live (each city's local minute of the week computed
-    -- once, not per row); the page is exact when the walk ran out of candidates
-    -- or found p_limit matches strictly before the last candidate (nearest
-    -- first: a bar not visited is at least as far as the last one; name order:
-    -- (name, id) is a total order). Otherwise few bars match, and they are
-    -- collected by the filters' own indexes (see v_collect below).
+    -- location). So: first the walk, tested row by row against bar_live (each
+    -- city's local minute of the week computed once per call, not per row), stops
+    -- at the p_limit-th match or after v_budget candidates. p_limit matches are
+    -- the page (name order: (name, id) is a total order; nearest first: plus the
+    -- matches tied at the distance of the last one, as the unfiltered walk).
+    -- Otherwise few bars match, and they are collected (see v_collect below).
+    -- each city's local minutes, by city id, for every statement below (the walks stream: a join
+    -- would lose their order)
+    select array_agg(t.m_now order by g.id), array_agg(t.m_at order by g.id)
+      into v_minutes_now, v_minutes_at
+      from generate_series(1, (select max(c.id) from private.cities c)) g(id)
+      left join private.city_local_minutes(p_now, p_open_at) t on t.id = g.id;
     v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
     -- a box or a category of few bars is collected whole (as the unfiltered box path judges "few")
     v_collect := (v_center is null and v_box is not null
@@ -176,6 +237,13 @@ begin
               or (v_center is null and v_has_category
                   and (select count(*) from (select 1 from private.bar_categories bc where bc.category_id = v_category_id limit v_probe) x) < v_probe);
     v_few_region := v_collect;
+    if p_open_at is not null or v_needs_open_now then
+      -- few bars of the region's time zones open at the instant (night there): collect those, no walk
+      -- (and rather than a region of few bars: an open bar costs what a bar of the region costs)
+      v_open_instant := private.open_instant_of_few(p_open_at, p_now, v_needs_open_now, v_center, v_radius_m, v_box, v_open_few);
+      v_by_slots := v_open_instant is not null;
+      v_collect := v_collect or v_by_slots;
+    end if;
     if v_collect then
       null;
     elsif v_center is not null then
@@ -185,81 +253,108 @@ begin
       perform set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
       perform set_config('jit', 'off', true);
       if v_radius_m is not null then
-        with w as materialized (
-          select b.id, b.geo <-> v_center as d from private.bars b
-          where earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
+        with knn as materialized (
+          select w.id, w.d from (
+            select b.id, b.geo <-> v_center as d from private.bars b
+            where earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m
+              and (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+              and (v_box is null or b.location <@ v_box)
+            order by b.geo <-> v_center limit v_budget
+          ) w
+          join private.bar_live l on l.bar_id = w.id
+          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
+                                      v_minutes_now[l.city_id], v_minutes_at[l.city_id],
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by w.d limit p_limit
+        ),
+        edge as (select max(d) as d, count(*) as n from knn),
+        ties as (
+          select b.id, b.geo <-> v_center as d
+          from edge, private.bars b join private.bar_live l on l.bar_id = b.id
+          where edge.n = p_limit
+            and earth_box(v_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> v_center) = edge.d
             and (not v_has_category or exists (
                   select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
             and (v_box is null or b.location <@ v_box)
-          order by b.geo <-> v_center limit v_budget
-        ),
-        tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
-        m as (
-          select w.id, w.d from w
-          join private.bar_live l on l.bar_id = w.id
-          join tz on tz.id = l.city_id
-          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+            and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
+                                      v_minutes_now[l.city_id], v_minutes_at[l.city_id],
                                       p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-          order by w.d, w.id limit p_limit
         )
-        select (select count(*) from w), (select max(w.d) from w), (select count(*) from m), (select max(m.d) from m),
-               array(select m.id from m order by m.d, m.id)
-        into v_seen, v_edge, v_found, v_found_edge, v_page;
+        select (select n from edge), array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
+        into v_found, v_page;
       else
-        with w as materialized (
-          select b.id, b.geo <-> v_center as d from private.bars b
-          where (not v_has_category or exists (
+        with knn as materialized (
+          select w.id, w.d from (
+            select b.id, b.geo <-> v_center as d from private.bars b
+            where (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+              and (v_box is null or b.location <@ v_box)
+            order by b.geo <-> v_center limit v_budget
+          ) w
+          join private.bar_live l on l.bar_id = w.id
+          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
+                                      v_minutes_now[l.city_id], v_minutes_at[l.city_id],
+                                      p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+          order by w.d limit p_limit
+        ),
+        edge as (select max(d) as d, count(*) as n from knn),
+        ties as (
+          select b.id, b.geo <-> v_center as d
+          from edge, private.bars b join private.bar_live l on l.bar_id = b.id
+          where edge.n = p_limit
+            and earth_box(v_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> v_center) = edge.d
+            and (not v_has_category or exists (
                   select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
             and (v_box is null or b.location <@ v_box)
-          order by b.geo <-> v_center limit v_budget
-        ),
-        tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
-        m as (
-          select w.id, w.d from w
-          join private.bar_live l on l.bar_id = w.id
-          join tz on tz.id = l.city_id
-          where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+            and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
+                                      v_minutes_now[l.city_id], v_minutes_at[l.city_id],
                                       p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-          order by w.d, w.id limit p_limit
         )
-        select (select count(*) from w), (select max(w.d) from w), (select count(*) from m), (select max(m.d) from m),
-               array(select m.id from m order by m.d, m.id)
-        into v_seen, v_edge, v_found, v_found_edge, v_page;
+        select (select n from edge), array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
+        into v_found, v_page;
       end if;
       perform set_config('enable_sort', v_sort, true), set_config('enable_bitmapscan', v_bitmap, true),
               set_config('jit', v_jit, true);
-      v_collect := v_seen = v_budget and not coalesce(v_found = p_limit and v_found_edge < v_edge, false);
+      v_collect := v_found < p_limit;
     else
-      with w as materialized (
-        select b.id, b.name from private.bars b
-        where (v_box is null or (b.location <@ v_box) is true)  -- not indexable: the walk of bars_name_id
-          and (not v_has_category or exists (
-                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-        order by b.name, b.id limit v_budget
-      ),
-      tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
-      m as (
-        select w.id, w.name from w
+      -- Name order: the walk stops at the p_limit-th match ((name, id) is a total order, so those are
+      -- the page), or after v_budget candidates. A walk of bars_name_id over a box reads about
+      -- N / (bars in the box) entries per candidate, so it must not read past the page. The box's fixed
+      -- selectivity estimate would have the planner sort the box instead: sorting is off here.
+      v_sort := current_setting('enable_sort');
+      perform set_config('enable_sort', 'off', true);
+      with m as (
+        select w.id, w.name
+        from (
+          select b.id, b.name from private.bars b
+          where (v_box is null or (b.location <@ v_box) is true)  -- not indexable: the walk of bars_name_id
+            and (not v_has_category or exists (
+                  select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+          order by b.name, b.id limit v_budget
+        ) w
         join private.bar_live l on l.bar_id = w.id
-        join tz on tz.id = l.city_id
-        where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+        where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
+                                    v_minutes_now[l.city_id], v_minutes_at[l.city_id],
                                     p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
         order by w.name, w.id limit p_limit
       )
-      select (select count(*) from w), (select count(*) from m), array(select m.id from m order by m.name, m.id)
-      into v_seen, v_found, v_page;
-      v_collect := v_seen = v_budget and v_found < p_limit;
+      select count(*), array(select m.id from m order by m.name, m.id) into v_found, v_page from m;
+      perform set_config('enable_sort', v_sort, true);
+      v_collect := v_found < p_limit;
     end if;
 
     if v_collect then
       -- Few bars of the region match: every match of the region is collected,
       -- then sorted. In a large region (over v_region_cap bars, or no region),
-      -- when a filter has an index (the rating, the price levels, the intensity
-      -- range of the asked statuses, "closed" aside), the matches are found
-      -- through it first: a custom plan, so the filters not given fold away and
-      -- only index conditions remain (planned per call: this path is rare).
-      -- Otherwise the region is read and tested row by row (open_now / open_at
-      -- have no index: see migration 000008).
+      -- when a filter has an index, the matches are found through it first:
+      -- the bars open at the asked instant through bar_open_slots (one GiST
+      -- probe per time zone the region meets) when fewer than v_region_cap are
+      -- open; else the rating, the price levels, the intensity range of the
+      -- asked statuses ("closed" aside). A custom plan, so the filters not
+      -- given and the source not taken fold away and only index conditions
+      -- remain (planned per call: this path is rare). Otherwise the region is
+      -- read and tested row by row.
       if p_statuses is not null and not ('closed' = any (p_statuses)) then
         -- the intensities (0-100, occupancy's check) an open bar has in the asked statuses
         select min(i), max(i) into v_intensity_min, v_intensity_max
@@ -267,33 +362,60 @@ begin
           where private.occupancy_status(i, true) = any (p_statuses);
       end if;
       -- a region of fewer bars than the cap is read region-first (bounded work)
-      if not v_few_region and v_radius_m is not null then
+      if v_few_region or v_by_slots then
+        null;
+      elsif v_radius_m is not null then
         v_few_region := (select count(*) from (
           select 1 from private.bars b where earth_box(v_center, v_radius_m) @> b.geo limit v_region_cap) x) < v_region_cap;
-      elsif not v_few_region and v_box is not null then
+      elsif v_box is not null then
         v_few_region := (select count(*) from (
           select 1 from private.bars b where b.location <@ v_box limit v_region_cap) x) < v_region_cap;
       end if;
-      if not v_few_region
-         and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null) then
+      if not v_few_region and not v_by_slots and (p_open_at is not null or v_needs_open_now) then
+        v_open_instant := private.open_instant_of_few(p_open_at, p_now, v_needs_open_now, v_center, v_radius_m, v_box,
+                                                         v_region_cap);
+        v_by_slots := v_open_instant is not null;
+      end if;
+      if v_by_slots
+         or (not v_few_region and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null)) then
         v_plan_mode := current_setting('plan_cache_mode');
         perform set_config('plan_cache_mode', 'force_custom_plan', true);
         v_page := array(
-          with tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
-          f as materialized (
-            select l.bar_id, l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at
-            from private.bar_live l join tz on tz.id = l.city_id
-            where (p_min_rating is null or l.google_rating >= p_min_rating)
+          with f as materialized (
+            select l.bar_id, l.open_week, l.current_intensity, l.price_level, l.google_rating, l.city_id
+            from private.bar_live l
+            where not v_by_slots
+              and (p_min_rating is null or l.google_rating >= p_min_rating)
               and (p_price_levels is null or l.price_level = any (p_price_levels))
               and (v_intensity_min is null or l.current_intensity between v_intensity_min and v_intensity_max)
+            union all
+            select l.bar_id, l.open_week, l.current_intensity, l.price_level, l.google_rating, l.city_id
+            from private.open_slot_keys(v_open_instant, v_center, v_radius_m, v_box) k
+            join private.bar_open_slots s on s.slot @> k.k
+            join private.bar_live l on l.bar_id = s.bar_id
+            where v_by_slots
+          ),
+          g as (
+            select f.bar_id from f
+            where private.bar_filter_at(f.open_week, f.current_intensity, f.price_level, f.google_rating,
+                                        v_minutes_now[f.city_id], v_minutes_at[f.city_id],
+                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
           ),
           m as materialized (
             select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
-            from f join private.bars b on b.id = f.bar_id
-            where private.bar_filter_at(f.open_week, f.current_intensity, f.price_level, f.google_rating, f.m_now, f.m_at,
-                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-              and (v_radius_m is null or (earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m))
-              and (v_box is null or b.location <@ v_box)
+            from g join private.bars b on b.id = g.bar_id
+            where not v_by_slots
+              and private.bar_in_area(b.geo, b.location, v_center, v_radius_m, v_box)
+              and (not v_has_category or exists (
+                    select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
+            union all
+            -- the open bars: one primary-key probe each (fewer than v_region_cap; the planner misjudges
+            -- both the slots' and the region's row counts and would rather hash the whole region)
+            select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
+            from g cross join lateral (
+              select b.id, b.name, b.geo, b.location from private.bars b where b.id = g.bar_id offset 0) b
+            where v_by_slots
+              and private.bar_in_area(b.geo, b.location, v_center, v_radius_m, v_box)
               and (not v_has_category or exists (
                     select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
           )
@@ -301,16 +423,14 @@ begin
         perform set_config('plan_cache_mode', v_plan_mode, true);
       else
         v_page := array(
-          with tz as materialized (select * from private.city_local_minutes(p_now, p_open_at)),
-          m as materialized (
+          with m as materialized (
             select b.id, b.name, case when v_center is not null then b.geo <-> v_center end as d
             from private.bars b
             join private.bar_live l on l.bar_id = b.id
-            join tz on tz.id = l.city_id
-            where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating, tz.m_now, tz.m_at,
+            where private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
+                                        v_minutes_now[l.city_id], v_minutes_at[l.city_id],
                                         p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
-              and (v_radius_m is null or (earth_box(v_center, v_radius_m) @> b.geo and earth_distance(v_center, b.geo) <= v_radius_m))
-              and (v_box is null or b.location <@ v_box)
+              and private.bar_in_area(b.geo, b.location, v_center, v_radius_m, v_box)
               and (not v_has_category or exists (
                     select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
           )
@@ -351,7 +471,6 @@ begin
           and (not v_has_category or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
           and (v_box is null or b.location <@ v_box)
-          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
         order by b.geo <-> v_center limit p_limit
       ),
       edge as (select max(d) as d, count(*) as n from knn),
@@ -362,7 +481,6 @@ begin
           and (not v_has_category or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
           and (v_box is null or b.location <@ v_box)
-          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
           and earth_box(v_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> v_center) = edge.d
       )
       select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
@@ -373,7 +491,6 @@ begin
         where (not v_has_category or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
           and (v_box is null or b.location <@ v_box)
-          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
         order by b.geo <-> v_center limit p_limit
       ),
       edge as (select max(d) as d, count(*) as n from knn),
@@ -383,7 +500,6 @@ begin
           and (not v_has_category or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
           and (v_box is null or b.location <@ v_box)
-          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
           and earth_box(v_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> v_center) = edge.d
       )
       select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
@@ -403,7 +519,6 @@ begin
         where (b.location <@ v_box) is true  -- not indexable: the walk of bars_name_id
           and (not v_has_category or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
         order by b.name, b.id
         limit p_limit);
     else
@@ -412,7 +527,6 @@ begin
         where b.location <@ v_box
           and (not v_has_category or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id))
-          and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
         order by b.name, b.id
         limit p_limit);
     end if;
@@ -421,14 +535,12 @@ begin
     v_page := array(
       select b.id from private.bars b
       where exists (select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = v_category_id)
-        and (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
       order by b.name, b.id
       limit p_limit);
 
   else
     v_page := array(
       select b.id from private.bars b
-      where (not v_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
       order by b.name, b.id
       limit p_limit);
   end if;

@@ -12,7 +12,7 @@ drop function if exists api.bars_by_city(text, text, text, integer, integer, tim
 -------------------------------------------------------------------------------
 -- events_today of a whole city: a fragment per city and local day
 -------------------------------------------------------------------------------
--- (tables in current/10-serving-path.sql). The largest city has ~1,160 events a
+-- (tables in committed migration 000006). The largest city has ~1,160 events a
 -- day (~600 KB of json); building them costs ~tens of ms, so the built fragment
 -- is kept and served until the city's version moves on.
 --
@@ -125,12 +125,33 @@ begin
 end $$;
 
 -------------------------------------------------------------------------------
+-- The bars of a city open at a minute of its local week, through their open
+-- slots (bar_open_slots, functions/11-bar-live.sql): one GiST probe of the city's
+-- time zone. Null when p_max or more bars of that zone are open then (evening:
+-- the callers' walks of the city are cheaper).
+-------------------------------------------------------------------------------
+create or replace function private.city_open_bars(p_city_id bigint, p_minute integer, p_max integer) returns bigint[]
+  language sql stable parallel safe
+as $$
+  with open as materialized (
+    select s.bar_id
+    from private.cities c
+    join private.time_zones z on z.name = c.time_zone
+    join private.bar_open_slots s on s.slot @> private.slot_key(z.id, p_minute)
+    where c.id = p_city_id
+    limit p_max)
+  select case when (select count(*) from open) < p_max then
+    array(select o.bar_id from open o join private.bar_live l on l.bar_id = o.bar_id where l.city_id = p_city_id) end
+$$;
+
+-------------------------------------------------------------------------------
 -- busiest_bars of a whole city
 -------------------------------------------------------------------------------
 -- The five most intense bars open at a minute of the week. First the top 2,000
 -- of the city by intensity down bar_live_city_busiest (index-only): if five of
 -- them are open, they are the answer (any open bar further down ranks lower).
--- Otherwise (night: few bars open) the rest of the city's entries are walked.
+-- Otherwise (night: few bars open) the city's open bars come from their open
+-- slots, or, when its time zone has many open, the rest of its entries are walked.
 -- Custom plans: the generic plan (an average city of ~300 bars) would sort the
 -- whole city instead of walking the index; planning costs well under 1 ms.
 -- (A GiST index on open_week does not help: a weekly multirange's bounding range
@@ -142,6 +163,7 @@ as $$
 declare
   v_ids bigint[];
   v_seen integer;
+  v_open bigint[];
 begin
   select array_agg(t.bar_id order by t.current_intensity desc, t.name, t.bar_id) filter (where t.open), count(*)
     into v_ids, v_seen
@@ -153,11 +175,20 @@ begin
     limit 2000
   ) t;
   if coalesce(cardinality(v_ids), 0) < 5 and v_seen = 2000 then
-    v_ids := array(
-      select l.bar_id from private.bar_live l
-      where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
-      order by l.current_intensity desc, l.name, l.bar_id
-      limit 5);
+    v_open := private.city_open_bars(p_city_id, p_minute, 5000);
+    if v_open is not null then
+      v_ids := array(
+        select l.bar_id from private.bar_live l
+        where l.bar_id = any (v_open) and l.current_intensity is not null
+        order by l.current_intensity desc, l.name, l.bar_id
+        limit 5);
+    else
+      v_ids := array(
+        select l.bar_id from private.bar_live l
+        where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
+        order by l.current_intensity desc, l.name, l.bar_id
+        limit 5);
+    end if;
   end if;
   return (
     select coalesce(json_agg(json_build_object('id', l.bar_id::text, 'name', l.name, 'current_intensity', l.current_intensity::int)
@@ -197,6 +228,8 @@ declare
                         or p_min_rating is not null or p_statuses is not null;
   v_page bigint[];
   v_total bigint;
+  v_open bigint[];     -- the city's bars open at the filters' instant, when few are
+  v_matches bigint[];
 begin
   select * into v_city from private.find_city(p_state, p_city);
   if not found then return null; end if;
@@ -245,7 +278,25 @@ begin
       'pagination', private.pagination_json(p_page, p_per_page, v_total));
   end if;
 
-  if v_filtered then
+  -- the filters need bars open at an instant: when few of the city's time zone are open then, its
+  -- open bars (their open slots) are the candidates
+  if p_open_at is not null then
+    v_open := private.city_open_bars(v_city.id, private.minute_of_week(p_open_at at time zone v_city.time_zone), 5000);
+  end if;
+  if v_open is null and private.filters_need_open_now(p_open_now, p_statuses) then
+    v_open := private.city_open_bars(v_city.id, private.minute_of_week(v_local), 5000);
+  end if;
+
+  if v_open is not null then
+    v_matches := array(
+      select l.bar_id from private.bar_live l
+      where l.bar_id = any (v_open)
+        and private.bar_filter_ok(l.open_week, l.current_intensity, v_city.time_zone, l.price_level, l.google_rating,
+                                  p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses)
+      order by l.name, l.bar_id);
+    v_total := cardinality(v_matches);
+    v_page := v_matches[(p_page - 1)::bigint * p_per_page + 1 : p_page::bigint * p_per_page];
+  elsif v_filtered then
     -- the city's bars in name order down bar_live_city_name (index-only: the
     -- filtered columns are included), then the total over the same range
     v_page := array(

@@ -1,6 +1,6 @@
 -- GET search (issue 10): the search structure's maintenance and api.search.
 -- Tables, indexes and the private.search_hit type: committed migration 000006
--- and 000008.
+-- and 000008; the trigram tier's word lexicon: committed migration 000009.
 -- Folding (private.search_fold): 05-city-lookup.sql.
 --
 -- Relevance tiers (decisions.md "Ordering"), over folded text (case, accents and
@@ -10,8 +10,8 @@
 --   3 word            a later word of the name starts with q (q may span several words)
 --   4 trigram         pg_trgm similarity(q, name) >= 0.3 or word_similarity >= 0.6,
 --                     by similarity; candidates: every city key, and the 200 most
---                     similar distinct bar names found by two bounded probes
---                     (private.search_fuzzy_names)
+--                     similar distinct bar names found through the words of the
+--                     names by bounded probes (private.search_fuzzy_names)
 -- Within a tier (and equal similarity): nearer first with a position, else more
 -- popular first (bar: google_ratings_total, city: population); then bars before
 -- cities, then id. At most the 1,000 best matches are served (decisions.md v1.1).
@@ -53,22 +53,54 @@ as $$
   where k is not null and k not in ('', ', ' || lower(p_state))
 $$;
 
--- Adds / removes lexicon counts for a set of names (one per entity and key).
+-- The words of a lexicon key as pg_trgm reads words (runs of letters and
+-- digits), in order: "joes bar & grill" -> {joes, bar, grill}.
+create or replace function private.search_key_words(p_key text) returns text[]
+  language sql immutable strict parallel safe
+as $$
+  select array_remove(regexp_split_to_array(p_key collate "default", '[^[:alnum:]]+'), '')
+$$;
+
+-- The search_name_words rows of one key: each word with the word after it.
+create or replace function private.search_key_word_rows(p_key text) returns table (word text, next_word text)
+  language sql immutable parallel safe  -- (not strict: inlined into the statements that use it)
+as $$
+  select w.a[i], coalesce(w.a[i + 1], '') from (select private.search_key_words(p_key) as a) w
+  cross join lateral generate_subscripts(w.a, 1) as i
+$$;
+
+-- Adds / removes lexicon counts for a set of names (one per entity and key). A
+-- key that appears (its count is only this statement's) adds its word rows
+-- (search_name_words) and word counts (search_words); a key whose last entity
+-- goes removes them.
 create or replace function private.search_names_add(p_keys text[]) returns void
   language sql
 as $$
-  insert into private.search_names (name_key, entities)
-  select k, count(*)::integer from unnest(p_keys) k where k <> '' group by k
-  on conflict (name_key) do update set entities = private.search_names.entities + excluded.entities
+  with d as (select k, count(*)::integer as c from unnest(p_keys) k where k <> '' group by k),
+  upsert as (
+    insert into private.search_names as n (name_key, entities) select d.k, d.c from d
+    on conflict (name_key) do update set entities = n.entities + excluded.entities
+    returning n.name_key, n.entities),
+  fresh as (select u.name_key as k from upsert u join d on d.k = u.name_key where u.entities = d.c),
+  w as (select f.k, r.word, r.next_word from fresh f cross join lateral private.search_key_word_rows(f.k) r),
+  ins as (insert into private.search_name_words (word, next_word, name_key) select w.word, w.next_word, w.k from w)
+  insert into private.search_words (word, names)
+  select w.word, count(*)::integer from w group by w.word
+  on conflict (word) do update set names = private.search_words.names + excluded.names
 $$;
 
 create or replace function private.search_names_remove(p_keys text[]) returns void
   language sql
 as $$
   with d as (select k, count(*)::integer as c from unnest(p_keys) k where k <> '' group by k),
-  gone as (delete from private.search_names n using d where n.name_key = d.k and n.entities <= d.c)
-  update private.search_names n set entities = n.entities - d.c
-  from d where n.name_key = d.k and n.entities > d.c
+  gone as (delete from private.search_names n using d where n.name_key = d.k and n.entities <= d.c returning n.name_key),
+  fewer as (update private.search_names n set entities = n.entities - d.c from d where n.name_key = d.k and n.entities > d.c),
+  w as (select g.name_key as k, r.word, r.next_word from gone g cross join lateral private.search_key_word_rows(g.name_key) r),
+  del as (delete from private.search_name_words s using w
+          where s.word = w.word and s.next_word = w.next_word and s.name_key = w.k),
+  c as (select w.word, count(*)::integer as c from w group by w.word),
+  last as (delete from private.search_words x using c where x.word = c.word and x.names <= c.c)
+  update private.search_words x set names = x.names - c.c from c where x.word = c.word and x.names > c.c
 $$;
 
 -- Set-based maintenance: statement-level triggers with transition tables (a
@@ -147,9 +179,11 @@ $$;
 -- The whole structure recomputed from bars and cities (set-based): the backfill
 -- of an existing database, TRUNCATE of bars or cities, the seed (after its load,
 -- with the per-statement triggers deferred) and the tests' reference. For a big
--- load the indexes of search_terms are dropped and rebuilt from their own
--- definitions (committed 000006): one sort per index instead of 3 million
--- index insertions.
+-- load the indexes of search_terms and search_name_words are dropped and rebuilt
+-- from their own definitions (committed 000006, committed migration 000009):
+-- one sort per index instead of millions of index insertions. The lexicon
+-- (search_names) is the tier-2 rows of search_terms counted (the folded names,
+-- and a city's "<name>, <st>"), so names are folded once.
 create or replace function private.search_rebuild() returns void
   language plpgsql
   set search_path = private, public, pg_temp
@@ -159,10 +193,10 @@ declare
   v_indexes text[];
   v_def text;
 begin
-  truncate private.search_terms, private.search_names;
+  truncate private.search_terms, private.search_names, private.search_name_words, private.search_words;
   if v_bulk then
     select coalesce(array_agg(pg_get_indexdef(i.indexrelid)), '{}') into v_indexes
-    from pg_index i where i.indrelid = 'private.search_terms'::regclass;
+    from pg_index i where i.indrelid in ('private.search_terms'::regclass, 'private.search_name_words'::regclass);
     foreach v_def in array v_indexes loop
       execute format('drop index private.%I', substring(v_def from '^CREATE (?:UNIQUE )?INDEX (\S+) ON'));
     end loop;
@@ -174,18 +208,22 @@ begin
   insert into private.search_terms
   select r.* from private.cities c
   cross join lateral private.search_entity_rows(2::smallint, c.id, c.name, c.state, coalesce(c.population, 0)::bigint, c.geo) r;
+  -- (search_entity_names' keys are exactly these rows)
   insert into private.search_names (name_key, entities)
-  select k, count(*)::integer from (
-    select private.search_fold(b.name) as k from private.bars b
-    union all
-    select k from private.cities c cross join lateral private.search_entity_names(c.name, c.state) k
-  ) s where k <> '' group by k;
+  select t.suffix, count(*)::integer from private.search_terms t where t.tier = 2 group by t.suffix;
+  insert into private.search_name_words (word, next_word, name_key)
+  select r.word, r.next_word, n.name_key from private.search_names n
+  cross join lateral private.search_key_word_rows(n.name_key) r;
+  insert into private.search_words (word, names)
+  select s.word, count(*)::integer from private.search_name_words s group by s.word;
   if v_bulk then
     foreach v_def in array v_indexes loop
       execute v_def;
     end loop;
     analyze private.search_terms;
     analyze private.search_names;
+    analyze private.search_name_words;
+    analyze private.search_words;
   end if;
 end
 $$;
@@ -195,7 +233,7 @@ create or replace function private.search_truncate_sync() returns trigger
 as $$
 begin
   if current_setting('private.defer_search', true) = 'on' then
-    truncate private.search_terms, private.search_names;
+    truncate private.search_terms, private.search_names, private.search_name_words, private.search_words;
     return null;
   end if;
   perform private.search_rebuild();
@@ -389,60 +427,145 @@ $$;
 -- Cities (a few hundred keys): every qualifying key (search_fuzzy_cities).
 -- Bars: the 200 best-scoring qualifying names of the lexicon (search_names),
 -- expanded to their entities (p_need: how many entities api.search still needs).
--- The GIN trigram index cannot stop early: at 30-45% of q's trigrams a name of
--- common words ("the ... bar") has tens of thousands of candidates (20-150 ms at
--- 1M bars), at 60% few (1-20 ms). So the names come from two bounded probes:
---   word_similarity >= 0.6 (typos of whole names and of words, "the hones boot",
---     "tavrn"; every name with similarity >= 0.6): the GIN index at 0.6, at most
---     400 candidates scored (in storage order); a short q of common words ("bell &
---     bear") can have thousands, and then the names at 0.75 (usually few) are
---     read too, again at most 400, so the best are not left out (except for a q
---     of a word or two that thousands of names contain: "bar b").
+-- A GIN trigram scan of every name cannot stop early and reads the long posting
+-- lists of common trigrams (4-13 ms at 1M bars), and scoring a name costs ~4 us,
+-- so candidate names come through their words (committed migration 000009):
+--   similar words: for each of q's first 8 words (pg_trgm's words: letters and
+--     digits), the 6 words of the lexicon most similar to it (similarity >= 0.3;
+--     search_words, hundreds of rows, GIN). A carrier holds 60% of q's
+--     trigrams alone (word_similarity(q, word) >= 0.6); a word is rare in at most
+--     300 name positions (search_words.names), frequent otherwise.
+--   probes of search_name_words, in this order, each skipping names that match
+--     by prefix or word and yielding at most 100 names:
+--     1 a carrier: its names (of the first 1,000 rows);
+--     2 two frequent similar words a, b whose trigrams could reach 60% of q's
+--       together (the 16 that share most): the names in which b follows a;
+--     3 a rare similar word: its names that contain another similar word;
+--     4 two frequent similar words short of 60% together (the 8 that share
+--       most): the names in which b follows a and that contain a third similar
+--       word (of the first 300 rows);
+--     at most 500 candidates in all, each scored (word_similarity).
 --   similarity >= 0.3 below that (weaker matches, "canon" -> "canyon club"): only
---     when the first probe leaves room (fewer than 200 names and p_need
---     entities), among the 200 names nearest q in key order (100 each side: the
---     same beginning, a later word changed), by the lexicon's primary key.
--- Budget cuts, like the 200: a weaker match elsewhere in the lexicon is not found.
+--     when the candidates leave room (fewer than 200 names and p_need entities),
+--     among the 100 names nearest q in key order (50 each side: the same
+--     beginning, a later word changed), by the lexicon's primary key.
+-- So a name with word_similarity >= 0.6 is found (within those budgets) when
+-- the words of it that share q's trigrams are similar words, and one of them is
+-- a carrier or rare, or two frequent ones are next to each other; a weaker
+-- match elsewhere in the lexicon is not found (docs/API-NOTES.md, Search).
 create or replace function private.search_fuzzy_names(p_q text, p_names integer, p_need bigint)
   returns table (name_key text, score real, entities integer)
   language plpgsql stable
   set search_path = private, public, pg_temp
-  set pg_trgm.word_similarity_threshold = 0.6  -- local to this function (and its set_config)
+  set pg_trgm.similarity_threshold = 0.3  -- local to this function
+  set enable_seqscan = off                -- the lexicon through its GIN index (a scan would score every word)
+  set enable_bitmapscan = on              -- (GIN; off for the probes, below: local to this function)
+  set jit = off                           -- (as api.search; the disabled scans' costs would call for JIT)
 as $$
 declare
-  c_examine constant integer := 400;
-  c_near constant integer := 100;
-  v_keys text[];
-  v_scores real[];
-  v_entities integer[];
+  c_words constant integer := 8;       -- words of q looked up
+  c_similar constant integer := 6;     -- lexicon words per word of q
+  c_rare constant integer := 300;      -- a word in at most this many name positions is rare
+  c_probe constant integer := 100;     -- names per probe
+  c_scan constant integer := 1000;     -- rows a probe reads (names matching by prefix or word are skipped)
+  c_scan_other constant integer := 300; -- rows a probe reads when its names need another similar word
+  c_strong constant integer := 16;     -- pairs that could reach 60% of q's trigrams alone
+  c_weak constant integer := 8;        -- pairs that need another similar word
+  c_budget constant integer := 500;    -- candidates in all
+  c_near constant integer := 50;
+  c_last constant text := chr(1114111);
+  v_qt text[] := show_trgm(p_q);
+  v_tau real := 0.6 * cardinality(show_trgm(p_q));  -- q's trigrams a name must share for word_similarity >= 0.6
+  v_words text[];
+  v_names integer[];
+  v_shared integer[];                  -- q's trigrams in the word
+  v_carriers boolean[];
+  v_pa text[];                         -- the probes, in order: names with word a followed by a word in
+  v_plo text[];                        -- [lo, hi] (one word b, or any), that match re (null: all)
+  v_phi text[];
+  v_pre text[];
+  v_keys text[] := '{}';
+  v_scores real[] := '{}';
+  v_entities integer[] := '{}';
 begin
-  select coalesce(array_agg(c.name_key), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(c.entities), '{}')
-    into v_keys, v_scores, v_entities
+  -- similar words, with q's trigrams they hold and whether they hold 60% of q alone
+  select coalesce(array_agg(x.word order by x.word), '{}'), coalesce(array_agg(x.names order by x.word), '{}'),
+         coalesce(array_agg(z.shared order by x.word), '{}'), coalesce(array_agg(z.carrier order by x.word), '{}')
+    into v_words, v_names, v_shared, v_carriers
   from (
-    select n.name_key, word_similarity(p_q, n.name_key) as score, n.entities
-    from private.search_names n
-    where p_q <% n.name_key  -- word_similarity >= 0.6 (GIN)
-      and not starts_with(n.name_key, p_q) and strpos(n.name_key, ' ' || p_q) = 0
-    limit c_examine) c;
-  if cardinality(v_keys) = c_examine then
-    perform set_config('pg_trgm.word_similarity_threshold', '0.75', true);
-    select array_agg(x.k order by x.s desc, x.k), array_agg(x.s order by x.s desc, x.k), array_agg(x.e order by x.s desc, x.k)
+    select distinct w.word, w.names
+    from unnest((private.search_key_words(p_q))[1:c_words]) t(tok)
+    cross join lateral (
+      select x.word, x.names from private.search_words x
+      where x.word % (t.tok collate "C")  -- similarity >= 0.3 (GIN; the index's collation)
+      order by similarity(t.tok, x.word) desc, x.word
+      limit c_similar) w
+  ) x
+  cross join lateral (
+    select (select count(*) from unnest(show_trgm(x.word)) g where g = any(v_qt))::integer as shared,
+           word_similarity(p_q, x.word) >= 0.6 as carrier
+    offset 0) z;
+
+  if cardinality(v_words) > 0 then
+    select coalesce(array_agg(p.a order by p.pri, p.shared desc, p.a, p.lo), '{}'),
+           coalesce(array_agg(p.lo order by p.pri, p.shared desc, p.a, p.lo), '{}'),
+           coalesce(array_agg(p.hi order by p.pri, p.shared desc, p.a, p.lo), '{}'),
+           coalesce(array_agg(p.re order by p.pri, p.shared desc, p.a, p.lo), '{}')
+      into v_pa, v_plo, v_phi, v_pre
+    from (
+      -- carriers: their names
+      select u.w as a, '' as lo, c_last as hi, null::text as re, 1 as pri, u.s as shared
+      from unnest(v_words, v_shared, v_carriers) u(w, s, c)
+      where u.c
+      union all
+      -- rare words: their names with another similar word
+      select u.w, '', c_last, o.re, 3, u.s
+      from unnest(v_words, v_names, v_shared, v_carriers) u(w, n, s, c)
+      cross join lateral (select '\m(' || string_agg(x, '|') || ')\M' as re from unnest(v_words) x where x <> u.w) o
+      where u.n <= c_rare and not u.c and o.re is not null
+      union all
+      -- two frequent similar words, b right after a: the names, or (weak pairs) those with a third one
+      select p.a, p.b, p.b, case when not p.strong then p.re end, case when p.strong then 2 else 4 end, p.shared
+      from (
+        select a.w as a, b.w as b, a.s + b.s as shared, a.s + b.s >= v_tau as strong,
+               (select '\m(' || string_agg(x, '|') || ')\M' from unnest(v_words) x where x <> a.w and x <> b.w) as re,
+               row_number() over (partition by a.s + b.s >= v_tau order by a.s + b.s desc, a.w, b.w) as r
+        from unnest(v_words, v_names, v_shared) a(w, n, s)
+        join unnest(v_words, v_names, v_shared) b(w, n, s) on b.w <> a.w
+        where a.n > c_rare and b.n > c_rare) p
+      where p.r <= case when p.strong then c_strong else c_weak end
+        and (p.strong or p.re is not null)
+    ) p;
+
+    -- the probes walk search_name_words in order and stop at their limits (a bitmap scan reads a whole range)
+    perform set_config('enable_bitmapscan', 'off', true);
+    select coalesce(array_agg(c.name_key), '{}'), coalesce(array_agg(c.score), '{}'), coalesce(array_agg(n.entities), '{}')
       into v_keys, v_scores, v_entities
     from (
-      select u.k, u.s, u.e from unnest(v_keys, v_scores, v_entities) u(k, s, e)
-      union
-      (select n.name_key, word_similarity(p_q, n.name_key), n.entities
-       from private.search_names n
-       where p_q <% n.name_key  -- word_similarity >= 0.75 (GIN)
-         and not starts_with(n.name_key, p_q) and strpos(n.name_key, ' ' || p_q) = 0
-       limit c_examine)
-    ) x(k, s, e);
+      select c.name_key, w.score from (
+        select distinct c.name_key from (
+          select s.name_key from unnest(v_pa, v_plo, v_phi, v_pre) p(a, lo, hi, re)
+          cross join lateral (
+            select s.name_key from (
+              select s.name_key from private.search_name_words s
+              where s.word = p.a and s.next_word >= p.lo and s.next_word <= p.hi
+              limit case when p.re is null then c_scan else c_scan_other end) s
+            where not starts_with(s.name_key, p_q) and strpos(s.name_key, ' ' || p_q) = 0
+              and (p.re is null or s.name_key ~ p.re)
+            limit c_probe) s
+          limit c_budget) c
+      ) c
+      cross join lateral (select word_similarity(p_q, c.name_key) as score offset 0) w
+      where w.score >= 0.6 or (w.score >= 0.3 and similarity(p_q, c.name_key) >= 0.3)
+      order by w.score desc, c.name_key
+      limit p_names) c
+    join private.search_names n on n.name_key = c.name_key;
   end if;
+
   if cardinality(v_keys) >= p_names or (select sum(u.e) from unnest(v_entities) u(e)) >= p_need then
     return query
       select u.k, u.s, u.e from unnest(v_keys, v_scores, v_entities) u(k, s, e)
-      order by u.s desc, u.k
-      limit p_names;
+      order by u.s desc, u.k;
     return;
   end if;
   return query
@@ -522,9 +645,11 @@ declare
   v_more bigint[];
   v_hits private.search_hit[] := '{}';      -- candidates for the page
   v_fuzzy private.search_hit[] := '{}';     -- cities' tier 4
-  v_fnames text[] := '{}';                  -- bars' tier-4 names, best first, and their scores
+  v_fnames text[] := '{}';                  -- bars' tier-4 names, best first, their scores and entities
   v_fscores real[] := '{}';
+  v_fentities integer[] := '{}';
   v_fbars integer := 0;                     -- their bars (up to the cap)
+  v_fmin real;                              -- the lowest score the page reaches
   v_found13 integer;                        -- entities of tiers 1-3 (up to the cap)
   v_top private.search_hit[];
   v_rows integer;
@@ -567,25 +692,40 @@ begin
         v_keys := v_keys || array(
           select t.id * 2 + t.kind - 1 from private.search_terms t
           where t.kind = v_kind and t.tier = 2 and t.suffix >= v_q and t.suffix < v_hi and t.suffix <> v_q
-          limit 2 * (c_cap + 1));  -- a city has two tier-2 keys
+          limit case v_kind when 2 then 2 else 1 end * (c_cap + 1));  -- a city has two tier-2 keys
       end loop;
       select count(distinct k) into v_found from unnest(v_keys) k;
       if v_found <= c_cap then
         foreach v_kind in array v_kinds loop
+          exit when v_found > c_cap;
+          -- an entity mostly has one row in q's tier-3 range: c_cap + 1 rows usually settle the
+          -- cap; else 4 rows an entity, and only then the whole range
           v_more := array(
             select t.id * 2 + t.kind - 1 from private.search_terms t
             where t.kind = v_kind and t.tier = 3 and t.suffix >= v_q and t.suffix < v_hi
-            limit c_count3);
-          if cardinality(v_more) = c_count3
-             and (select count(distinct k) from unnest(v_keys || v_more) k) <= c_cap then
-            -- (4 or more rows per entity: the whole range)
-            v_more := array(
-              select t.id * 2 + t.kind - 1 from private.search_terms t
-              where t.kind = v_kind and t.tier = 3 and t.suffix >= v_q and t.suffix < v_hi);
+            limit c_cap + 1);
+          if cardinality(v_more) = c_cap + 1 then
+            select count(distinct k) into v_found from unnest(v_keys || v_more) k;
+            if v_found <= c_cap then
+              v_more := array(
+                select t.id * 2 + t.kind - 1 from private.search_terms t
+                where t.kind = v_kind and t.tier = 3 and t.suffix >= v_q and t.suffix < v_hi
+                limit c_count3);
+              if cardinality(v_more) = c_count3 then
+                select count(distinct k) into v_found from unnest(v_keys || v_more) k;
+                if v_found <= c_cap then
+                  v_more := array(
+                    select t.id * 2 + t.kind - 1 from private.search_terms t
+                    where t.kind = v_kind and t.tier = 3 and t.suffix >= v_q and t.suffix < v_hi);
+                end if;
+              end if;
+            end if;
           end if;
           v_keys := v_keys || v_more;
         end loop;
-        select count(distinct k) into v_found from unnest(v_keys) k;
+        if v_found <= c_cap then
+          select count(distinct k) into v_found from unnest(v_keys) k;
+        end if;
         -- tier 4 only when the better tiers leave room below the cap
         v_found13 := v_found;
         if v_found <= c_cap then
@@ -594,15 +734,20 @@ begin
           end if;
           if 1 = any (v_kinds) then
             select coalesce(array_agg(k.name_key order by k.score desc, k.name_key), '{}'),
-                   coalesce(array_agg(k.score order by k.score desc, k.name_key), '{}')
-              into v_fnames, v_fscores
+                   coalesce(array_agg(k.score order by k.score desc, k.name_key), '{}'),
+                   coalesce(array_agg(k.entities order by k.score desc, k.name_key), '{}')
+              into v_fnames, v_fscores, v_fentities
             from private.search_fuzzy_names(v_q, 200, c_cap + 1 - v_found) k;
-            -- their bars, counted (index-only); a bar's tier-4 name never matches by
-            -- prefix or word, so these bars are not in tiers 1-3
-            select count(*) into v_fbars from (
-              select from unnest(v_fnames) k(name_key)
-              join private.search_terms t on t.kind = 1 and t.tier = 2 and t.suffix = k.name_key
-              limit c_cap + 1 - v_found) x;
+            -- their bars, counted: the names' entities less the cities among them (a
+            -- city's key can be a bar's name; one index probe a name, not a read of
+            -- every bar); a bar's tier-4 name never matches by prefix or word, so
+            -- these bars are not in tiers 1-3
+            if cardinality(v_fnames) > 0 then
+              v_fbars := (select sum(e) from unnest(v_fentities) e)
+                         - (select count(*) from unnest(v_fnames) k(name_key)
+                            join private.search_terms t on t.kind = 2 and t.tier = 2 and t.suffix = k.name_key);
+              v_fbars := least(v_fbars, c_cap + 1 - v_found);
+            end if;
           end if;
           select count(distinct k) + v_fbars into v_found
           from (select unnest(v_keys) as k union all select h.id * 2 + h.kind - 1 from unnest(v_fuzzy) h) x;
@@ -632,13 +777,30 @@ begin
     end if;
     -- tier 4, when the page reaches it: cities (a few), the best bars of the names
     v_hits := v_hits || v_fuzzy;
-    if v_found13 < v_end and cardinality(v_fnames) > 0 then
-      v_hits := v_hits || array(
+    if v_found13 < v_end and v_fbars > 0 then
+      -- only the names the page reaches: by score until their entities cover it, and
+      -- every name tied with the last (their bars are ordered together)
+      select min(x.s) into v_fmin from (
+        select u.s, sum(u.e) over (order by u.s desc, u.k rows unbounded preceding) - u.e as before
+        from unnest(v_fnames, v_fscores, v_fentities) u(k, s, e)) x
+      where x.before < v_end - v_found13;
+      v_top := array(
         select row(t.kind, t.id, 4, k.score, t.geo <-> v_center, t.popularity)::private.search_hit
         from unnest(v_fnames, v_fscores) k(name_key, score)
         join private.search_terms t on t.kind = 1 and t.tier = 2 and t.suffix = k.name_key
+        where k.score >= v_fmin
         order by k.score desc, t.geo <-> v_center, t.popularity desc, t.id
         limit v_end - v_found13);
+      if cardinality(v_top) < least(v_end - v_found13, v_fbars) then
+        -- (cities among the names' entities: the bars of every name)
+        v_top := array(
+          select row(t.kind, t.id, 4, k.score, t.geo <-> v_center, t.popularity)::private.search_hit
+          from unnest(v_fnames, v_fscores) k(name_key, score)
+          join private.search_terms t on t.kind = 1 and t.tier = 2 and t.suffix = k.name_key
+          order by k.score desc, t.geo <-> v_center, t.popularity desc, t.id
+          limit v_end - v_found13);
+      end if;
+      v_hits := v_hits || v_top;
     end if;
   end if;
 

@@ -1,6 +1,6 @@
 -- Discovery (decisions.md v1.1): GET categories, GET cities,
 -- GET groups/:state/:city. Repeatable file (see db/CONVENTIONS.md); the
--- derived table private.category_bar_counts is in current/30-discovery.sql.
+-- derived table private.category_bar_counts is in committed migration 000006.
 
 -- ---------------------------------------------------------------- category_bar_counts maintenance
 

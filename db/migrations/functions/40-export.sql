@@ -1,4 +1,4 @@
--- Bulk export and incremental sync (repeatable file; tables in current/40-export.sql).
+-- Bulk export and incremental sync (repeatable file; tables in committed migration 000006).
 --
 -- 1. updated_at kept exact
 --    bars    a BEFORE UPDATE row trigger sets updated_at = now() when an exported

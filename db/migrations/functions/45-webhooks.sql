@@ -1,6 +1,6 @@
 -- Webhook events (decisions.md "Webhooks"): written by triggers in the same
 -- transaction as their cause and queued for graphile-worker (task
--- webhook_deliver, server/webhooks/task.ts). Tables: current/45-webhooks.sql.
+-- webhook_deliver, server/webhooks/task.ts). Tables: committed migration 000007.
 --
 -- max_attempts 14: graphile-worker waits exp(min(attempts, 10)) seconds after
 -- each failure, so 13 waits span e^1 + ... + e^10 + 3 * e^10 s = 100,920 s
@@ -15,10 +15,6 @@ declare
   endpoint_url text;
   event_id uuid;
 begin
-  -- Until current/45-webhooks.sql is committed, a database migrated without current/ has no webhook tables.
-  if to_regclass('admin.webhook_endpoints') is null then
-    return null;
-  end if;
   select e.url into endpoint_url from admin.webhook_endpoints e where e.subscriber_id = subscriber;
   if endpoint_url is null then
     return null;  -- no endpoint: nothing is written (the request path pays one index probe)
@@ -111,13 +107,9 @@ begin
 end $$;
 revoke all on function admin.remove_webhook_endpoint(uuid) from public;
 
--- Operator GraphQL: endpoints without the secret, and the delivery log (skipped while the tables
--- exist only in current/ and this database was migrated without it).
+-- Operator GraphQL: endpoints without the secret, and the delivery log.
 do $do$
 begin
-  if to_regclass('admin.webhook_deliveries') is null then
-    return;
-  end if;
   grant select (subscriber_id, url, created_at, updated_at) on admin.webhook_endpoints to bar_operator;
   grant select on admin.webhook_deliveries to bar_operator;
   comment on table admin.webhook_endpoints is 'Webhook endpoint per subscriber (the secret is never readable).';
