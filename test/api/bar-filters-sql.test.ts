@@ -374,4 +374,44 @@ describe('bar filters (SQL)', () => {
       expect({ instant, got: ids(named) }).toEqual({ instant, got: expectedNamed });
     }
   }, 60_000);
+
+  test('a name-order walk over a box reads at most 20,000 entries of the name index; the page is the same', async () => {
+    // 20,100 bars outside the box come first in name order, then 2,000 inside it (more than the
+    // walk's "few bars" probe), three of them at price level 2: the walk reads no bar of the box
+    // before its entry cap and the collect step finds the page.
+    await q(`insert into private.cities (id, name, state, time_zone, latitude, longitude) overriding system value
+             values (5, 'Miami', 'FL', 'America/New_York', 25.77, -80.19)`);
+    await q(`insert into private.bars (id, city_id, name, address, latitude, longitude, price_level, google_rating) overriding system value
+             select 100000 + g, 5, 'AA out ' || lpad(g::text, 5, '0'), g || ' Out St',
+                    47 + (g * 7919 % 10000) * 0.0001, -122 + (g * 104729 % 10000) * 0.0001, 3, 4.0
+             from generate_series(1, 20100) g
+             union all
+             select 200000 + g, 5, 'MM in ' || lpad(g::text, 5, '0'), g || ' In St',
+                    25.70 + (g * 7919 % 1000) * 0.0001, -80.25 + (g * 104729 % 1000) * 0.0001,
+                    case when g in (7, 500, 1999) then 2 else 3 end, 4.0
+             from generate_series(1, 2000) g`);
+    await q('analyze private.bars');
+    const box =
+      'p_corner1_latitude => 25.6, p_corner1_longitude => -80.3, p_corner2_latitude => 25.9, p_corner2_longitude => -80.1';
+    const brute = async (price: number, limit: number) =>
+      (
+        await q(
+          `select b.name from private.bars b
+           where b.location <@ box(point(-80.3, 25.6), point(-80.1, 25.9)) and b.price_level = $1
+           order by b.name, b.id limit $2`,
+          [price, limit],
+        )
+      ).map((r: { name: string }) => r.name);
+    expect(ids(await bars(`${box}, p_price_levels => '{2}'`))).toEqual(await brute(2, 100));
+    expect(await brute(2, 100)).toEqual(['MM in 00007', 'MM in 00500', 'MM in 01999']);
+    expect(ids(await bars(`${box}, p_price_levels => '{3}', p_limit => 5`))).toEqual(await brute(3, 5));
+    expect(await brute(3, 5)).toHaveLength(5);
+    // bars of the box first in name order: the walk fills the page itself
+    await q(`insert into private.bars (id, city_id, name, address, latitude, longitude, price_level, google_rating) overriding system value
+             select 300000 + g, 5, '0 in ' || lpad(g::text, 5, '0'), g || ' First St',
+                    25.70 + (g * 7919 % 1000) * 0.0001, -80.25 + (g * 104729 % 1000) * 0.0001, 3, 4.0
+             from generate_series(1, 50) g`);
+    expect(ids(await bars(`${box}, p_price_levels => '{3}', p_limit => 5`))).toEqual(await brute(3, 5));
+    expect(await brute(3, 5)).toEqual(['0 in 00001', '0 in 00002', '0 in 00003', '0 in 00004', '0 in 00005']);
+  }, 60_000);
 });

@@ -11,28 +11,36 @@
 -- once at its end, as the seed does.
 
 -- The weekly open minutes and the `hours` object of these bars, from their
--- opening hours (a bar without any: no minutes, seven empty days).
+-- opening hours (a bar without any: no minutes, seven empty days). Bars with the
+-- same hours (their rows as one text key) share one computation: a rebuild of a
+-- million bars computes a few thousand distinct weeks, not a million.
 create or replace function private.bar_weeks(p_bar_ids bigint[])
   returns table (bar_id bigint, open_week int4multirange, hours json)
   language sql stable
 as $$
-  select t.bar_id, coalesce(w.open_week, '{}'),
+  with ids as (select distinct u.bar_id from unnest(p_bar_ids) u(bar_id)),
+  week as (
+    select h.bar_id,
+           string_agg(concat_ws(' ', h.day_of_week, h.opens, h.closes), ',' order by h.day_of_week, h.opens, h.closes) as k
+    from private.opening_hours h join ids on ids.bar_id = h.bar_id
+    group by h.bar_id),
+  one as (select distinct on (w.k) w.k, w.bar_id from week w order by w.k, w.bar_id),
+  minutes as (
+    select o.k, range_agg(r) as open_week
+    from one o join private.opening_hours h on h.bar_id = o.bar_id
+    cross join lateral unnest(private.slot_minutes(h.day_of_week, h.opens, h.closes)) r
+    group by o.k),
+  objects as (
+    select o.k, private.hours_object(array_agg(h.day_of_week), array_agg(h.opens), array_agg(h.closes)) as hours
+    from one o join private.opening_hours h on h.bar_id = o.bar_id
+    group by o.k)
+  select t.bar_id, coalesce(m.open_week, '{}'),
          coalesce(j.hours, json_build_object('monday', '[]'::json, 'tuesday', '[]'::json, 'wednesday', '[]'::json,
            'thursday', '[]'::json, 'friday', '[]'::json, 'saturday', '[]'::json, 'sunday', '[]'::json))
-  from (select distinct u.bar_id from unnest(p_bar_ids) u(bar_id)) t
-  left join (
-    select h.bar_id, range_agg(r) as open_week
-    from private.opening_hours h
-    join (select distinct bar_id from unnest(p_bar_ids) v(bar_id)) v on v.bar_id = h.bar_id
-    cross join lateral unnest(private.slot_minutes(h.day_of_week, h.opens, h.closes)) r
-    group by h.bar_id
-  ) w on w.bar_id = t.bar_id
-  left join (
-    select h.bar_id, private.hours_object(array_agg(h.day_of_week), array_agg(h.opens), array_agg(h.closes)) as hours
-    from private.opening_hours h
-    join (select distinct bar_id from unnest(p_bar_ids) v(bar_id)) v on v.bar_id = h.bar_id
-    group by h.bar_id
-  ) j on j.bar_id = t.bar_id
+  from ids t
+  left join week w on w.bar_id = t.bar_id
+  left join minutes m on m.k = w.k
+  left join objects j on j.k = w.k
 $$;
 
 -- Recomputes the weekly open minutes and the `hours` object of these bars.

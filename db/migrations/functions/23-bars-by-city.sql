@@ -128,20 +128,21 @@ end $$;
 -- The bars of a city open at a minute of its local week, through their open
 -- slots (bar_open_slots, functions/11-bar-live.sql): one GiST probe of the city's
 -- time zone. Null when p_max or more bars of that zone are open then (evening:
--- the callers' walks of the city are cheaper).
+-- the callers' walks of the city are cheaper). The count comes first, index-only
+-- (it stops at p_max: a bitmap scan reading the bar ids would first collect every
+-- open slot of the zone, 227,000 of them on a New York evening, 35 ms).
 -------------------------------------------------------------------------------
 create or replace function private.city_open_bars(p_city_id bigint, p_minute integer, p_max integer) returns bigint[]
   language sql stable parallel safe
 as $$
-  with open as materialized (
-    select s.bar_id
-    from private.cities c
-    join private.time_zones z on z.name = c.time_zone
-    join private.bar_open_slots s on s.slot @> private.slot_key(z.id, p_minute)
-    where c.id = p_city_id
-    limit p_max)
-  select case when (select count(*) from open) < p_max then
-    array(select o.bar_id from open o join private.bar_live l on l.bar_id = o.bar_id where l.city_id = p_city_id) end
+  with k as materialized (
+    select private.slot_key(z.id, p_minute) as k
+    from private.cities c join private.time_zones z on z.name = c.time_zone
+    where c.id = p_city_id)
+  select case when (select count(*) from (
+                      select 1 from k join private.bar_open_slots s on s.slot @> k.k limit p_max) x) < p_max then
+    array(select s.bar_id from k join private.bar_open_slots s on s.slot @> k.k
+          join private.bar_live l on l.bar_id = s.bar_id where l.city_id = p_city_id) end
 $$;
 
 -------------------------------------------------------------------------------
