@@ -104,6 +104,22 @@ describe('bar filters (SQL)', () => {
     expect(body.bars.every((b) => b.occupancy.status !== null)).toBe(true);
   });
 
+  test('indexed_filters_fewer_than: the planner’s estimate of the indexed filters against a bound', async () => {
+    await q('analyze private.bar_live');
+    const few = async (args: unknown[]) =>
+      (await q('select private.indexed_filters_fewer_than($1, $2, $3, $4, $5) as few', args))[0].few as boolean;
+    const all = Number((await q('select count(*) as n from private.bar_live'))[0].n);
+    expect(all).toBeGreaterThan(3);
+    // every bar passes no filter at all, or a rating of 0 and up: not fewer than half of them
+    expect(await few([null, null, null, null, 1])).toBe(false);
+    expect(await few([0, null, null, null, Math.floor(all / 2)])).toBe(false);
+    expect(await few([null, null, 0, 100, Math.floor(all / 2)])).toBe(false);
+    // no bar passes a rating above 5, a price level 9 or an intensity above 100: fewer than 2 (the planner's floor is 1)
+    expect(await few([5.5, null, null, null, 2])).toBe(true);
+    expect(await few([null, [9], null, null, 2])).toBe(true);
+    expect(await few([null, null, 101, 200, 2])).toBe(true);
+  });
+
   test('filters combine with AND and apply before limit; with location and category too', async () => {
     const at = [WED_2230_CHICAGO];
     expect(ids(await bars('p_open_now => true, p_min_rating => 3.9, p_now => $1', at))).toEqual([
