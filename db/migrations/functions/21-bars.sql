@@ -215,6 +215,7 @@ declare
   v_region_cap constant integer := 20000;  -- bars of a region read row by row rather than through the filters' indexes
   v_filter_cap constant integer := 50000;  -- a region is read rather than this many bars of the filters' indexes
   v_filters_few boolean := true;
+  v_bars float8;                           -- the planner's count of bars (pg_class.reltuples)
   v_open_few constant integer := 2000;     -- bars open at the instant (region's zones), collected at once (no walk)
   v_intensity_min integer;
   v_intensity_max integer;
@@ -255,7 +256,14 @@ begin
       into v_minutes_now, v_minutes_at
       from generate_series(1, (select max(c.id) from private.cities c)) g(id)
       left join private.city_local_minutes(p_now, p_open_at) t on t.id = g.id;
-    v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
+    v_bars := greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1);
+    v_probe := greatest(1000, sqrt(p_limit::float8 * v_bars)::int);
+    if p_statuses is not null and not ('closed' = any (p_statuses)) then
+      -- the intensities (0-100, occupancy's check) an open bar has in the asked statuses
+      select min(i), max(i) into v_intensity_min, v_intensity_max
+        from generate_series(0, 100) i
+        where private.occupancy_status(i, true) = any (p_statuses);
+    end if;
     -- a box or a category of few bars is collected whole (as the unfiltered box path judges "few")
     v_collect := (v_center is null and v_box is not null
                   and (select count(*) from (select 1 from private.bars b where b.location <@ v_box limit v_probe) x) < v_probe)
@@ -268,6 +276,13 @@ begin
       v_open_instant := private.open_instant_of_few(p_open_at, p_now, v_needs_open_now, v_center, v_radius_m, v_box, v_open_few);
       v_by_slots := v_open_instant is not null;
       v_collect := v_collect or v_by_slots;
+    end if;
+    if not v_collect and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null) then
+      -- a walk meets the indexed filters' matches at about their share of all bars: when the planner
+      -- expects fewer than p_limit among v_budget candidates, the walk would end empty-handed (rare
+      -- filters within 25 miles of New York: 5,000 candidates, 32 ms), so the matches are collected
+      v_collect := private.indexed_filters_fewer_than(p_min_rating, p_price_levels, v_intensity_min, v_intensity_max,
+                                                      ceil(p_limit * v_bars / v_budget)::integer);
     end if;
     if v_collect then
       null;
@@ -383,12 +398,6 @@ begin
       -- given and the source not taken fold away and only index conditions
       -- remain (planned per call: this path is rare). Otherwise the region is
       -- read and tested row by row.
-      if p_statuses is not null and not ('closed' = any (p_statuses)) then
-        -- the intensities (0-100, occupancy's check) an open bar has in the asked statuses
-        select min(i), max(i) into v_intensity_min, v_intensity_max
-          from generate_series(0, 100) i
-          where private.occupancy_status(i, true) = any (p_statuses);
-      end if;
       -- a region of fewer bars than the cap is read region-first (bounded work)
       if v_few_region or v_by_slots then
         null;
