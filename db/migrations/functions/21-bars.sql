@@ -134,14 +134,16 @@ as $$
     join private.bar_open_slots s on s.slot @> k.k limit p_n) x
 $$;
 
--- Whether fewer than p_n bars are estimated to pass the filters that have
--- indexes on bar_live (rating, price levels, an intensity range; null: not
--- given): the collect step of a large region reads them only then. The
--- planner's estimate for these values (EXPLAIN, ~0.2 ms): counting them, even
--- bounded, read 390,000 rows (130 ms) for price levels 3,4 with rating 4.5.
-create or replace function private.indexed_filters_fewer_than(
-  p_min_rating numeric, p_price_levels integer[], p_intensity_min integer, p_intensity_max integer, p_n integer
-) returns boolean
+-- The planner's estimate of the bars passing the filters that have indexes on
+-- bar_live (rating, price levels, an intensity range; null: not given), for
+-- these values (EXPLAIN, ~0.2 ms): api.bars skips a walk that could not fill
+-- the page, and reads a large region's matches through those indexes only when
+-- they are selective. (Counting them, even bounded, read 390,000 rows, 130 ms,
+-- for price levels 3,4 with rating 4.5.)
+drop function if exists private.indexed_filters_fewer_than(numeric, integer[], integer, integer, integer);
+create or replace function private.indexed_filters_estimate(
+  p_min_rating numeric, p_price_levels integer[], p_intensity_min integer, p_intensity_max integer
+) returns float8
   language plpgsql volatile  -- (EXPLAIN is not allowed in a stable function)
 as $$
 declare
@@ -152,7 +154,7 @@ begin
              and ($2::integer[] is null or l.price_level = any ($2))
              and ($3::integer is null or l.current_intensity between $3 and $4)'
     into v_plan using p_min_rating, p_price_levels, p_intensity_min, p_intensity_max;
-  return (v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8 < p_n;
+  return (v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8;
 end
 $$;
 
@@ -214,7 +216,8 @@ declare
   v_few_region boolean;
   v_region_cap constant integer := 20000;  -- bars of a region read row by row rather than through the filters' indexes
   v_filter_cap constant integer := 50000;  -- a region is read rather than this many bars of the filters' indexes
-  v_filters_few boolean := true;
+  v_indexed boolean := p_min_rating is not null or p_price_levels is not null;  -- (or statuses: below)
+  v_indexed_estimate float8;               -- bars passing those filters (private.indexed_filters_estimate)
   v_bars float8;                           -- the planner's count of bars (pg_class.reltuples)
   v_open_few constant integer := 2000;     -- bars open at the instant (region's zones), collected at once (no walk)
   v_intensity_min integer;
@@ -264,6 +267,10 @@ begin
         from generate_series(0, 100) i
         where private.occupancy_status(i, true) = any (p_statuses);
     end if;
+    v_indexed := v_indexed or v_intensity_min is not null;
+    if v_indexed then
+      v_indexed_estimate := private.indexed_filters_estimate(p_min_rating, p_price_levels, v_intensity_min, v_intensity_max);
+    end if;
     -- a box or a category of few bars is collected whole (as the unfiltered box path judges "few")
     v_collect := (v_center is null and v_box is not null
                   and (select count(*) from (select 1 from private.bars b where b.location <@ v_box limit v_probe) x) < v_probe)
@@ -277,13 +284,10 @@ begin
       v_by_slots := v_open_instant is not null;
       v_collect := v_collect or v_by_slots;
     end if;
-    if not v_collect and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null) then
-      -- a walk meets the indexed filters' matches at about their share of all bars: when the planner
-      -- expects fewer than p_limit among v_budget candidates, the walk would end empty-handed (rare
-      -- filters within 25 miles of New York: 5,000 candidates, 32 ms), so the matches are collected
-      v_collect := private.indexed_filters_fewer_than(p_min_rating, p_price_levels, v_intensity_min, v_intensity_max,
-                                                      ceil(p_limit * v_bars / v_budget)::integer);
-    end if;
+    -- a walk meets the indexed filters' matches at about their share of all bars: when the planner
+    -- expects fewer than p_limit among v_budget candidates, the walk would end empty-handed (rare
+    -- filters within 25 miles of New York: 5,000 candidates, 32 ms), so the matches are collected
+    v_collect := v_collect or (v_indexed and v_indexed_estimate < ceil(p_limit * v_bars / v_budget));
     if v_collect then
       null;
     elsif v_center is not null then
@@ -413,17 +417,13 @@ begin
                                                          v_region_cap);
         v_by_slots := v_open_instant is not null;
       end if;
-      v_plan_mode := current_setting('plan_cache_mode');
-      if not v_by_slots and not v_few_region and (v_center is not null or v_box is not null)
-         and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null) then
-        -- the filters' indexes serve a large region only when they are selective: min_rating=3.5
-        -- holds for 93 % of bars, and reading them cost 790 ms for a New York box of 24,000 bars
-        v_filters_few := private.indexed_filters_fewer_than(p_min_rating, p_price_levels, v_intensity_min,
-                                                            v_intensity_max, v_filter_cap);
-      end if;
+      -- the filters' indexes serve a large region only when they are selective (or when there is no
+      -- region): min_rating=3.5 holds for 93 % of bars, and reading them cost 790 ms for a New York
+      -- box of 24,000 bars
       if v_by_slots
-         or (not v_few_region and v_filters_few
-             and (v_intensity_min is not null or p_min_rating is not null or p_price_levels is not null)) then
+         or (not v_few_region and v_indexed
+             and (v_indexed_estimate < v_filter_cap or (v_center is null and v_box is null))) then
+        v_plan_mode := current_setting('plan_cache_mode');
         perform set_config('plan_cache_mode', 'force_custom_plan', true);
         v_page := array(
           with f as materialized (
