@@ -8,6 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../../server/config';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/embedded';
+import { plpgsqlCheckAvailable } from '../../server/db/lint';
 import { migrateDatabase } from '../../server/db/migrate';
 import { databaseUrl } from './urls';
 
@@ -54,4 +55,18 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_PG_TEMPLATE = template;
   process.env.TEST_PG_RUN = run;
   process.env.TEST_REDIS_URL = redisUrl;
+  process.env.TEST_PG_PLPGSQL_CHECK = (await plpgsqlCheckOn(adminUrl)) ? '1' : '';
+  if (!process.env.TEST_PG_PLPGSQL_CHECK) {
+    process.stdout.write('[tests] plpgsql_check: not on this server; the db:lint tests are SKIPPED\n');
+  }
+}
+
+async function plpgsqlCheckOn(adminUrl: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await plpgsqlCheckAvailable(client);
+  } finally {
+    await client.end();
+  }
 }
