@@ -129,8 +129,8 @@ describe('schema integrity and privileges', () => {
 
   // db/CONVENTIONS.md "Writing functions": api.* plan once per connection (plpgsql with static SQL; a SQL-language
   // SECURITY DEFINER or SET function is planned on every call on PostgreSQL 15-17, and so is a dynamic EXECUTE).
-  // Credential and usage bookkeeping (migrations 000003 and 000006) runs once per key per cache period or per
-  // flush batch, not per request: exempt until it moves into a function file.
+  // Credential and usage bookkeeping (46-credentials.sql, 47-usage.sql, 50-usage.sql) runs once per key per cache
+  // period or per flush batch, not per request: SQL-language SECURITY DEFINER is fine there.
   const offPathApi = new Set(['authenticate', 'record_usage', 'record_usage_alert', 'usage_key_ids']);
 
   test('every api.* function is plan-cached, SECURITY DEFINER with a pinned search_path, and only for bar_partner', async () => {

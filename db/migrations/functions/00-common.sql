@@ -140,3 +140,37 @@ $$;
 create or replace function private.city_json(c private.cities) returns json
   language sql stable parallel safe
 as $$ select json_build_object('name', c.name, 'state', c.state) $$;
+
+-- Helpers of the tables' check constraints (first created in migration 000001;
+-- a constraint keeps using the function by oid, so create or replace is safe).
+create or replace function private.is_time_zone(tz text) returns boolean
+  language plpgsql immutable strict parallel safe
+as $$
+begin
+  perform now() at time zone tz;
+  return true;
+exception when invalid_parameter_value then
+  return false;
+end $$;
+
+create or replace function private.is_http_url(url text) returns boolean
+  language sql immutable strict parallel safe
+as $$ select url ~ '^https?://[^\s/?#]+[^\s]*$' $$;
+
+-- The `hours` object of a bar (bar documents, bar_live) from parallel arrays of its slots.
+create or replace function private.hours_object(p_days smallint[], p_opens time[], p_closes time[]) returns json
+  language sql stable parallel safe
+as $$
+  select json_build_object(
+    'monday',    coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 1), '[]'::json),
+    'tuesday',   coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 2), '[]'::json),
+    'wednesday', coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 3), '[]'::json),
+    'thursday',  coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 4), '[]'::json),
+    'friday',    coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 5), '[]'::json),
+    'saturday',  coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 6), '[]'::json),
+    'sunday',    coalesce(json_agg(s.slot order by s.opens) filter (where s.day = 7), '[]'::json))
+  from (
+    select d as day, o as opens, json_build_object('open', to_char(o, 'HH24:MI'), 'close', to_char(c, 'HH24:MI')) as slot
+    from unnest(p_days, p_opens, p_closes) u(d, o, c)
+  ) s
+$$;
