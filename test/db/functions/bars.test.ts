@@ -1,0 +1,137 @@
+/**
+ * 21-bars.sql and 22-bar.sql (with the bar documents and live parts of 10- and 11- they read):
+ * api.bars and api.bar as bar_partner. Through HTTP: test/api/bars.test.ts; the filters one by
+ * one: test/api/bar-filters-sql.test.ts.
+ */
+import { errorOf, familyDatabase, type Tx } from './sql';
+
+const sql = familyDatabase();
+
+interface Bar {
+  id: string;
+  name: string;
+  occupancy: {
+    current_intensity: number | null;
+    status: string | null;
+    hourly_data?: { hour: number; intensity: number }[];
+  };
+}
+const ids = (r: { bars: Bar[] }) => r.bars.map((b) => b.id);
+
+// Chicago is UTC-6 in late November. 2026-11-22 is a Sunday, 2026-11-23 a Monday.
+const MONDAY_0259_CHICAGO = '2026-11-23T08:59:00Z';
+const MONDAY_0300_CHICAGO = '2026-11-23T09:00:00Z';
+const SUNDAY_2159_CHICAGO = '2026-11-23T03:59:00Z';
+
+async function city(tx: Tx) {
+  const chicago = await tx.fx.city({
+    name: 'Chicago',
+    state: 'IL',
+    time_zone: 'America/Chicago',
+    latitude: 41.88,
+    longitude: -87.63,
+  });
+  // Sunday 22:00-03:00: the after-midnight slot that wraps the week (Sunday into Monday)
+  const owl = await tx.fx.bar(chicago, { name: 'Night Owl', price_level: 2, google_rating: 4.5 });
+  await tx.fx.hours(owl, [[7, '22:00', '03:00']]);
+  await tx.fx.occupancy(owl, 80, (day, hour) => day * 10 + (hour % 10));
+  return { chicago, owl: String(owl) };
+}
+
+describe('api.bars', () => {
+  test('an after-midnight Sunday slot is open on Monday until it closes (open_now, status, intensity)', async () => {
+    await sql.run(async (tx) => {
+      const { owl } = await city(tx);
+      const at = (now: string) =>
+        tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_open_now => true, p_now => $1)', [now]);
+      expect(ids(await at(SUNDAY_2159_CHICAGO))).toEqual([]);
+      expect(ids(await at(MONDAY_0259_CHICAGO))).toEqual([owl]);
+      expect(ids(await at(MONDAY_0300_CHICAGO))).toEqual([]);
+      const all = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_now => $1)', [MONDAY_0259_CHICAGO]);
+      expect(all.bars[0]!.occupancy).toEqual({ current_intensity: 80, status: 'very_busy' });
+      const closed = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_now => $1)', [
+        MONDAY_0300_CHICAGO,
+      ]);
+      expect(closed.bars[0]!.occupancy).toEqual({ current_intensity: 0, status: 'closed' });
+    });
+  });
+
+  test('ties: the same name is ordered by id; the same distance too, and the limit cuts after the lowest ids', async () => {
+    await sql.run(async (tx) => {
+      const { chicago, owl } = await city(tx);
+      const twins = [];
+      for (let i = 0; i < 3; i++)
+        twins.push(String(await tx.fx.bar(chicago, { name: 'Twin', latitude: 41.9, longitude: -87.6 })));
+      const byName = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars()');
+      expect(ids(byName)).toEqual([owl, ...twins]);
+      const nearest = (limit: number) =>
+        tx.call<{ bars: Bar[] }>(
+          'bar_partner',
+          'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_limit => $1)',
+          [limit],
+        );
+      expect(ids(await nearest(1))).toEqual([twins[0]]);
+      expect(ids(await nearest(2))).toEqual(twins.slice(0, 2));
+      expect(ids(await nearest(4))).toEqual([...twins, owl]);
+      expect(ids(await nearest(100))).toEqual([...twins, owl]);
+    });
+  });
+
+  test('filters combine with AND: open_at after midnight, price level, rating, status and category', async () => {
+    await sql.run(async (tx) => {
+      const { chicago, owl } = await city(tx);
+      const cheap = await tx.fx.bar(chicago, { name: 'Cheap Owl', price_level: 1, google_rating: 4.8 });
+      await tx.fx.hours(cheap, [[7, '22:00', '03:00']]);
+      await tx.fx.occupancy(cheap, 30);
+      const dive = await tx.fx.category('Dive', 'dive');
+      await tx.fx.barCategory(cheap, dive, true);
+      await tx.fx.barCategory(Number(owl), dive, true);
+      const find = async (args: string) =>
+        ids(
+          await tx.call<{ bars: Bar[] }>('bar_partner', `select api.bars(p_now => '${MONDAY_0259_CHICAGO}', ${args})`),
+        );
+      expect(await find(`p_open_at => '${MONDAY_0259_CHICAGO}'`)).toEqual([String(cheap), owl]);
+      expect(await find(`p_open_at => '${MONDAY_0300_CHICAGO}'`)).toEqual([]);
+      expect(await find(`p_open_at => '${MONDAY_0259_CHICAGO}', p_price_levels => '{2,3}'`)).toEqual([owl]);
+      expect(await find(`p_category => 'dive', p_min_rating => 4.6`)).toEqual([String(cheap)]);
+      expect(await find(`p_category => 'dive', p_statuses => '{moderate}'`)).toEqual([String(cheap)]);
+      expect(await find(`p_category => 'dive', p_statuses => '{moderate}', p_price_levels => '{2}'`)).toEqual([]);
+      expect(await find(`p_open_now => false`)).toEqual([]);
+    });
+  });
+});
+
+describe('api.bar', () => {
+  test('hourly_data is the local day of p_now: Monday after a Sunday night', async () => {
+    await sql.run(async (tx) => {
+      const { owl } = await city(tx);
+      const r = await tx.call<{ bar: Bar }>('bar_partner', 'select api.bar($1, $2)', [owl, MONDAY_0259_CHICAGO]);
+      expect(r.bar.occupancy.status).toBe('very_busy');
+      expect(r.bar.occupancy.hourly_data!.map((h) => h.intensity)).toEqual(
+        Array.from({ length: 24 }, (_, h) => 10 + (h % 10)),
+      );
+    });
+  });
+
+  test.each(['999999', '0', 'abc', '1.0', ''])('unknown or malformed id %j: null (404)', async (id) => {
+    await sql.run(async (tx) => {
+      await city(tx);
+      expect(await tx.call('bar_partner', 'select api.bar($1)', [id])).toBeNull();
+    });
+  });
+});
+
+describe('privileges', () => {
+  test.each([
+    ['bar_operator', 'select api.bars()'],
+    ['bar_operator', "select api.bar('1')"],
+    ['bar_partner', 'select * from private.bars'],
+    ['bar_partner', 'select * from private.bar_live'],
+    ['bar_partner', 'select * from private.bar_documents'],
+    ['bar_partner', "select private.bar_id_or_null('1')"],
+  ] as const)('%s may not: %s', async (role, query) => {
+    await sql.run(async (tx) => {
+      expect((await errorOf(tx, role, query)).code).toBe('42501');
+    });
+  });
+});
