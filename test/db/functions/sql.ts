@@ -8,7 +8,8 @@ import type { Pool } from '../../../server/db/pools';
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { fixtures, type Fixtures } from '../../support/fixtures';
 
-export type Role = 'bar_partner' | 'bar_operator';
+/** 'owner': the migrations' role (the admin CLI, the function owner). */
+export type Role = 'bar_partner' | 'bar_operator' | 'owner';
 
 export interface Tx {
   /** As the owner (fixtures, private helpers: they run inside the api functions as the owner). */
@@ -55,7 +56,7 @@ export function familyDatabase(): { run<T>(body: (tx: Tx) => Promise<T>): Promis
           const sp = `sp_${++savepoints}`;
           await client.query(`savepoint ${sp}`);
           try {
-            await client.query(`set local role ${role}`);
+            if (role !== 'owner') await client.query(`set local role ${role}`);
             const { rows } = await client.query(sql, params);
             await client.query(`release savepoint ${sp}`);
             await client.query('reset role');
