@@ -28,8 +28,15 @@ async function run(): Promise<void> {
     });
     if (config.env === 'development') {
       if (includeCurrent || currentIsEmpty()) {
-        const changed = writeSchemaFiles(await describeSchemas(db.url));
-        process.stderr.write(changed.length ? `db/schema: rewrote ${changed.join(', ')}\n` : 'db/schema: unchanged\n');
+        try {
+          const changed = writeSchemaFiles(await describeSchemas(db.url));
+          process.stderr.write(
+            changed.length ? `db/schema: rewrote ${changed.join(', ')}\n` : 'db/schema: unchanged\n',
+          );
+        } catch (e) {
+          // the database is migrated; only the description could not be written (e.g. a read-only checkout)
+          process.stderr.write(`db/schema: not rewritten: ${(e as Error).message}\n`);
+        }
       } else {
         process.stderr.write('db/schema: not rewritten (current/ not included); `npm run db:schema` rebuilds it\n');
       }
