@@ -5,7 +5,7 @@
  * depth gauge. stop() waits for running deliveries (at most the 10 s timeout).
  */
 import pg from 'pg';
-import { Logger as WorkerLogger, run, type Runner } from 'graphile-worker';
+import { Logger as WorkerLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import { webhookQueueDepth } from '../metrics';
 import type { Logger } from '../log';
 import { webhookSettings, type WebhookSettings } from './settings';
@@ -22,6 +22,8 @@ export interface WebhookRunnerOptions {
   concurrency?: number;
   pollInterval?: number;
   timeoutMs?: number;
+  /** Other tasks run by the same queue (e.g. email_send, server/email), given the runner's pool. */
+  tasks?: (pool: pg.Pool) => TaskList;
 }
 
 export async function startWebhookRunner(options: WebhookRunnerOptions): Promise<WebhookRunner> {
@@ -42,7 +44,7 @@ export async function startWebhookRunner(options: WebhookRunnerOptions): Promise
       pollInterval: options.pollInterval ?? 2000,
       noHandleSignals: true,
       logger,
-      taskList: { webhook_deliver: deliverTask(pool, settings, options.timeoutMs) },
+      taskList: { webhook_deliver: deliverTask(pool, settings, options.timeoutMs), ...options.tasks?.(pool) },
     });
   } catch (e) {
     await pool.end();
