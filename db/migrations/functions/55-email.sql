@@ -39,7 +39,7 @@ $$;
 -- bouncing address stays so.
 create or replace function admin.set_alert_contacts(subscriber uuid, emails text[])
   returns setof admin.alert_contacts
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -70,7 +70,7 @@ revoke all on function admin.set_alert_contacts(uuid, text[]) from public;
 -- A bouncing contact becomes active again (an operator checked the address).
 create or replace function admin.clear_contact_bounce(subscriber uuid, email text)
   returns admin.alert_contacts
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
