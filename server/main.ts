@@ -90,7 +90,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const role: Role = cluster.isWorker ? 'worker' : config.webConcurrency > 1 ? 'primary' : 'single';
   const logger = createLogger(config.logLevel).child(role === 'worker' ? { worker: cluster.worker?.id } : {});
-  if (config.email.missing.length) fail(`production needs ${config.email.missing.join(', ')} (e-mail alerts; see README)`);
+  if (config.email.missing.length)
+    fail(`production needs ${config.email.missing.join(', ')} (e-mail alerts; see README)`);
   let shuttingDown = false;
   let workers: ClusterWorkers | undefined;
 

@@ -24,7 +24,8 @@ async function contacts(pool: Pool, subscriberId: string) {
 /** "a@x.com,b@y.org" → ['a@x.com', 'b@y.org']; empty entries are an error. */
 export function emailList(raw: string): string[] {
   const list = raw.split(',').map((s) => s.trim());
-  if (list.some((e) => e === '')) throw new UsageError('EMAIL list must be comma-separated addresses without empty entries');
+  if (list.some((e) => e === ''))
+    throw new UsageError('EMAIL list must be comma-separated addresses without empty entries');
   return list;
 }
 
@@ -37,7 +38,12 @@ export const EMAIL_COMMANDS: AdminCommand[] = [
     async run(pool, args) {
       const sub = args[0];
       if (sub === 'set') {
-        const { positionals } = parse(args.slice(1), {}, ['SUBSCRIBER_ID', 'EMAIL[,EMAIL...]'], 'subscriber contacts set');
+        const { positionals } = parse(
+          args.slice(1),
+          {},
+          ['SUBSCRIBER_ID', 'EMAIL[,EMAIL...]'],
+          'subscriber contacts set',
+        );
         const subscriberId = uuid(positionals[0], 'SUBSCRIBER_ID');
         const { rows } = await pool.query(`select ${CONTACT_JSON} from admin.set_alert_contacts($1, $2) c`, [
           subscriberId,
@@ -46,7 +52,12 @@ export const EMAIL_COMMANDS: AdminCommand[] = [
         return rows;
       }
       if (sub === 'clear-bounce') {
-        const { positionals } = parse(args.slice(1), {}, ['SUBSCRIBER_ID', 'EMAIL'], 'subscriber contacts clear-bounce');
+        const { positionals } = parse(
+          args.slice(1),
+          {},
+          ['SUBSCRIBER_ID', 'EMAIL'],
+          'subscriber contacts clear-bounce',
+        );
         const { rows } = await pool.query(`select ${CONTACT_JSON} from admin.clear_contact_bounce($1, $2) c`, [
           uuid(positionals[0], 'SUBSCRIBER_ID'),
           positionals[1],

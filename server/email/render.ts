@@ -65,7 +65,10 @@ export interface RenderedEmail {
   html: string;
 }
 
-export function renderAlertEmail(f: AlertEmailFacts, links: { unsubscribeUrl: string; usageUrl: string }): RenderedEmail {
+export function renderAlertEmail(
+  f: AlertEmailFacts,
+  links: { unsubscribeUrl: string; usageUrl: string },
+): RenderedEmail {
   const level = LEVELS[f.level];
   const resetAt = new Date(windowEnd(f.bucket, f.windowStart.getTime()));
   const coverage =

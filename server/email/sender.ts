@@ -19,7 +19,8 @@ export interface EmailSender {
 
 export function createEmailSender(config: EmailConfig, logger?: Logger, retryForMs?: number): EmailSender {
   const mailer = createMailer(config, logger);
-  if (mailer.kind === 'outbox') logger?.info({ outbox: config.outboxDir }, 'SMTP_URL is not set: e-mails are written to the outbox');
+  if (mailer.kind === 'outbox')
+    logger?.info({ outbox: config.outboxDir }, 'SMTP_URL is not set: e-mails are written to the outbox');
   return {
     mailer,
     tasks: (pool) => ({ email_send: emailSendTask({ pool, mailer, config, logger, retryForMs }) }),

@@ -60,7 +60,11 @@ export function isBounce(err: SmtpError): boolean {
   return err.permanent === true && err.code !== 'EAUTH' && err.code !== 'ENOAUTH';
 }
 
-export function unsubscribeUrl(config: Pick<EmailConfig, 'publicBaseUrl' | 'linkKey'>, subscriberId: string, email: string) {
+export function unsubscribeUrl(
+  config: Pick<EmailConfig, 'publicBaseUrl' | 'linkKey'>,
+  subscriberId: string,
+  email: string,
+) {
   const token = signUnsubscribeToken(config.linkKey, { subscriberId, email });
   return `${config.publicBaseUrl}${UNSUBSCRIBE_PATH}?token=${token}`;
 }
@@ -140,7 +144,7 @@ export function emailSendTask(options: EmailTaskOptions): Task {
         logger?.error({ deliveryId: d.id, err: message }, 'e-mail failed after 24 hours of retries');
         return;
       }
-      throw new Error(`e-mail ${d.id}: ${message} (${err.originalCode ?? err.code ?? 'no code'})`);
+      throw new Error(`e-mail ${d.id}: ${message} (${err.originalCode ?? err.code ?? 'no code'})`, { cause: e });
     }
   };
 }

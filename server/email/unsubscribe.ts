@@ -60,17 +60,12 @@ export function unsubscribeRoutes(options: UnsubscribeOptions): Router {
     const action = `${req.baseUrl}${UNSUBSCRIBE_PATH}?token=${encodeURIComponent(String(req.query.token))}`;
     sendPage(res, render('unsubscribe-page.html', { email: ref.email, action }));
   });
-  router.post(
-    UNSUBSCRIBE_PATH,
-    limiter,
-    express.urlencoded({ extended: false, limit: '1kb' }),
-    async (req, res) => {
-      const ref = contact(req, res);
-      if (!ref) return;
-      await options.pool.query('select api.unsubscribe_alert_contact($1, $2)', [ref.subscriberId, ref.email]);
-      sendPage(res, render('unsubscribed-page.html', { email: ref.email }));
-    },
-  );
+  router.post(UNSUBSCRIBE_PATH, limiter, express.urlencoded({ extended: false, limit: '1kb' }), async (req, res) => {
+    const ref = contact(req, res);
+    if (!ref) return;
+    await options.pool.query('select api.unsubscribe_alert_contact($1, $2)', [ref.subscriberId, ref.email]);
+    sendPage(res, render('unsubscribed-page.html', { email: ref.email }));
+  });
   router.all(UNSUBSCRIBE_PATH, (req, res) => {
     res.setHeader('Allow', 'GET, HEAD, POST');
     sendError(res, 405, `Method ${req.method} is not allowed here; use GET or POST`);

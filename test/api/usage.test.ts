@@ -47,7 +47,11 @@ describe.each(['in-process counters', 'Redis (own redis-server)'])('GET usage (%
 
   const usage = async (apiKey: string, status = 200) => {
     const res = await request(partner.app).get(USAGE).set(bearer(apiKey)).expect(status);
-    validateResponse('GET', USAGE, { status: res.status, headers: res.headers as Record<string, string>, text: res.text });
+    validateResponse('GET', USAGE, {
+      status: res.status,
+      headers: res.headers as Record<string, string>,
+      text: res.text,
+    });
     return res;
   };
 

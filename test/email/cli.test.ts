@@ -34,13 +34,25 @@ describe('admin CLI: alert contacts and e-mail deliveries', () => {
       );
     }
     await expect(
-      run('subscriber', 'contacts', 'set', s.subscriberId, 'a@x.example,b@x.example,c@x.example,d@x.example,e@x.example,f@x.example'),
+      run(
+        'subscriber',
+        'contacts',
+        'set',
+        s.subscriberId,
+        'a@x.example,b@x.example,c@x.example,d@x.example,e@x.example,f@x.example',
+      ),
     ).rejects.toThrow(/at most 5 alert contacts per subscriber, got 6/);
     const after = (await run('subscriber', 'contacts', s.subscriberId)) as { email: string }[];
     expect(after.map((c) => c.email)).toEqual(['cto@acme.example', 'ops@acme.example']);
     // replacing keeps the state of kept addresses (an unsubscribed one stays unsubscribed)
     await db.owner.query(`select api.unsubscribe_alert_contact($1, 'ops@acme.example')`, [s.subscriberId]);
-    const replaced = (await run('subscriber', 'contacts', 'set', s.subscriberId, 'ops@acme.example,new@acme.example')) as {
+    const replaced = (await run(
+      'subscriber',
+      'contacts',
+      'set',
+      s.subscriberId,
+      'ops@acme.example,new@acme.example',
+    )) as {
       email: string;
       state: string;
     }[];
@@ -71,9 +83,9 @@ describe('admin CLI: alert contacts and e-mail deliveries', () => {
     await expect(run('subscriber', 'contacts', '00000000-0000-0000-0000-000000000000')).rejects.toThrow(
       /unknown subscriber/,
     );
-    await expect(run('subscriber', 'contacts', 'set', '00000000-0000-0000-0000-000000000000', 'a@b.example')).rejects.toThrow(
-      /unknown subscriber/,
-    );
+    await expect(
+      run('subscriber', 'contacts', 'set', '00000000-0000-0000-0000-000000000000', 'a@b.example'),
+    ).rejects.toThrow(/unknown subscriber/);
     await expect(run('subscriber', 'contacts', 'set', s.subscriberId)).rejects.toThrow(/expected SUBSCRIBER_ID EMAIL/);
   });
 
@@ -82,9 +94,10 @@ describe('admin CLI: alert contacts and e-mail deliveries', () => {
     await db.owner.query(`select api.record_usage_alert($1, 'day', '2026-11-24T00:00:00Z', 'warning', 80, 100)`, [
       s.keyId,
     ]);
-    await db.owner.query(`select api.record_usage_alert($1, 'day', '2026-11-24T00:00:00Z', 'limit_reached', 100, 100)`, [
-      s.keyId,
-    ]);
+    await db.owner.query(
+      `select api.record_usage_alert($1, 'day', '2026-11-24T00:00:00Z', 'limit_reached', 100, 100)`,
+      [s.keyId],
+    );
     const all = (await run('email', 'deliveries', '--subscriber', s.subscriberId)) as Record<string, unknown>[];
     expect(all.map((d) => [d.email, d.level, d.status, d.key_prefix])).toEqual([
       ['d@acme.example', 'limit_reached', 'pending', s.keyPrefix],

@@ -93,7 +93,10 @@ describe('usage-alert e-mails over SMTP', () => {
     expect(got!.raw).toMatch(/^List-Unsubscribe:\s+<https:\/\/api\.bars\.example\/email\/unsubscribe\?token=v1\./m);
     expect(got!.raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r?$/m);
     const token = new URL(unsubscribe).searchParams.get('token');
-    expect(verifyUnsubscribeToken(LINK_KEY, token)).toEqual({ subscriberId: s.subscriberId, email: 'ops@acme.example' });
+    expect(verifyUnsubscribeToken(LINK_KEY, token)).toEqual({
+      subscriberId: s.subscriberId,
+      email: 'ops@acme.example',
+    });
     expect(await counter('partner_emails_sent_total')).toBe(sentBefore + 2);
   });
 
@@ -106,9 +109,7 @@ describe('usage-alert e-mails over SMTP', () => {
     const rows = await waitFor(allSettled(s.subscriberId, 1));
     expect(rows[0]).toMatchObject({ status: 'sent', attempts: 2 });
     expect(smtp.to('busy@acme.example')).toHaveLength(1);
-    expect(smtp.to('busy@acme.example')[0]!.mail.subject).toBe(
-      '[Bar Data API] Warning: 80% of your month limit used',
-    );
+    expect(smtp.to('busy@acme.example')[0]!.mail.subject).toBe('[Bar Data API] Warning: 80% of your month limit used');
     expect(await counter('partner_emails_failed_total', { reason: 'temporary' })).toBe(temporaryBefore + 1);
   });
 
@@ -146,7 +147,11 @@ describe('usage-alert e-mails over SMTP', () => {
     await db.owner.query(`select api.unsubscribe_alert_contact($1, 'late@acme.example')`, [s.subscriberId]);
     await start();
     const rows = await waitFor(allSettled(s.subscriberId, 1));
-    expect(rows[0]).toMatchObject({ status: 'failed', attempts: 0, last_error: 'not sent: the contact is unsubscribed' });
+    expect(rows[0]).toMatchObject({
+      status: 'failed',
+      attempts: 0,
+      last_error: 'not sent: the contact is unsubscribed',
+    });
     expect(smtp.to('late@acme.example')).toEqual([]);
   });
 

@@ -55,7 +55,7 @@ describe('minute-bucket alerts: at most one e-mail per contact, key and level an
     await waitFor(() => (smtp.to('a@fold.example').length + smtp.to('b@fold.example').length === 6 ? true : undefined));
     await stopAll(); // minutes 1-9 arrive while no runner runs: they fold into the next e-mail
     for (let m = 1; m < 10; m++) await burstMinute(s, base, m);
-    let rows = await deliveries(db, s.subscriberId);
+    const rows = await deliveries(db, s.subscriberId);
     expect(rows).toHaveLength(12);
     for (const email of ['a@fold.example', 'b@fold.example']) {
       for (const level of LEVELS) {
@@ -65,7 +65,7 @@ describe('minute-bucket alerts: at most one e-mail per contact, key and level an
       }
     }
     await start();
-    rows = await waitFor(async () => {
+    await waitFor(async () => {
       const d = await deliveries(db, s.subscriberId);
       return d.every((r) => r.status === 'sent') ? d : undefined;
     });
@@ -113,7 +113,10 @@ describe('minute-bucket alerts: at most one e-mail per contact, key and level an
   test('day and month alerts are not folded: one e-mail per alert', async () => {
     const s = await subscriberWithContacts(db, ['day@fold.example']);
     for (const level of LEVELS) {
-      await db.owner.query(`select api.record_usage_alert($1, 'day', '2026-11-01T00:00:00Z', $2, 1, 1)`, [s.keyId, level]);
+      await db.owner.query(`select api.record_usage_alert($1, 'day', '2026-11-01T00:00:00Z', $2, 1, 1)`, [
+        s.keyId,
+        level,
+      ]);
     }
     const rows = await deliveries(db, s.subscriberId);
     expect(rows.map((r) => [r.bucket, r.alert_count])).toEqual([

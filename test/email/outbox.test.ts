@@ -31,9 +31,10 @@ describe('the .eml outbox (no SMTP_URL)', () => {
     const s = await subscriberWithContacts(db, ['ops@outbox.example']);
     const r = await startEmailRunner(db, testEmailConfig({ outboxDir: path.join(dir, 'nested') }));
     try {
-      await db.owner.query(`select api.record_usage_alert($1, 'minute', '2026-11-24T10:15:00Z', 'limit_reached', 10, 10)`, [
-        s.keyId,
-      ]);
+      await db.owner.query(
+        `select api.record_usage_alert($1, 'minute', '2026-11-24T10:15:00Z', 'limit_reached', 10, 10)`,
+        [s.keyId],
+      );
       const rows = await waitFor(async () => {
         const d = await deliveries(db, s.subscriberId);
         return d[0]?.status === 'sent' ? d : undefined;
@@ -61,7 +62,9 @@ describe('the .eml outbox (no SMTP_URL)', () => {
     await expect(task({}, helpers)).rejects.toThrow(/payload without delivery_id/);
     await expect(task({ delivery_id: '00000000-0000-0000-0000-000000000000' }, helpers)).resolves.toBeUndefined();
     expect(() => render('unsubscribed-page.html', {})).toThrow(/no value for \{\{email\}\}/);
-    expect(render('unsubscribed-page.html', { email: '<b>x@y.example</b>' })).toContain('&lt;b&gt;x@y.example&lt;/b&gt;');
+    expect(render('unsubscribed-page.html', { email: '<b>x@y.example</b>' })).toContain(
+      '&lt;b&gt;x@y.example&lt;/b&gt;',
+    );
     mailer.close();
   });
 

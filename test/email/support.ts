@@ -34,14 +34,14 @@ export class TestSmtp {
   }
 
   static async start(): Promise<TestSmtp> {
-    let self: TestSmtp | undefined;
+    const ref: { self?: TestSmtp } = {};
     const server = new SMTPServer({
       disabledCommands: ['AUTH', 'STARTTLS'],
       authOptional: true,
       logger: false,
       onRcptTo(address, _session, callback) {
         const to = address.address.toLowerCase();
-        const code = self!.refused.has(to) ? 550 : self!.replies.get(to)?.shift();
+        const code = ref.self!.refused.has(to) ? 550 : ref.self!.replies.get(to)?.shift();
         if (code) {
           const err = new Error(code >= 500 ? 'No such user here' : 'Try again later') as Error & {
             responseCode: number;
@@ -58,7 +58,8 @@ export class TestSmtp {
           const raw = Buffer.concat(chunks).toString('utf8');
           simpleParser(raw).then(
             (mail) => {
-              for (const rcpt of session.envelope.rcptTo) self!.received.push({ to: rcpt.address.toLowerCase(), raw, mail });
+              for (const rcpt of session.envelope.rcptTo)
+                ref.self!.received.push({ to: rcpt.address.toLowerCase(), raw, mail });
               callback();
             },
             (err: Error) => callback(err),
@@ -67,8 +68,8 @@ export class TestSmtp {
       },
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new TestSmtp(server, (server.server.address() as AddressInfo).port);
-    return self;
+    ref.self = new TestSmtp(server, (server.server.address() as AddressInfo).port);
+    return ref.self;
   }
 
   to(address: string): Received[] {
@@ -124,7 +125,9 @@ export async function waitFor<T>(check: () => Promise<T | undefined> | T | undef
 
 /** A subscriber with one key and the given alert contacts. */
 export async function subscriberWithContacts(db: TestDatabase, emails: string[]) {
-  const { rows } = await db.owner.query<{ id: string }>(`select id from admin.create_subscriber('Acme ' || gen_random_uuid())`);
+  const { rows } = await db.owner.query<{ id: string }>(
+    `select id from admin.create_subscriber('Acme ' || gen_random_uuid())`,
+  );
   const subscriberId = rows[0]!.id;
   const key = await db.owner.query<{ id: string; api_key: string; key_prefix: string }>(
     'select id, api_key, key_prefix from admin.issue_key($1)',

@@ -89,9 +89,13 @@ describe('unsubscribe links', () => {
       'garbage',
     ];
     for (const t of bad) {
-      const post = await request(app).post(`${PATH}?token=${encodeURIComponent(t)}`).expect(400);
+      const post = await request(app)
+        .post(`${PATH}?token=${encodeURIComponent(t)}`)
+        .expect(400);
       expect(post.body.error).toMatch(/Invalid or altered unsubscribe link/);
-      await request(app).get(`${PATH}?token=${encodeURIComponent(t)}`).expect(400);
+      await request(app)
+        .get(`${PATH}?token=${encodeURIComponent(t)}`)
+        .expect(400);
     }
     await request(app).post(PATH).expect(400);
     await request(app).post(`${PATH}?token=a&token=b`).expect(400);
@@ -155,8 +159,14 @@ describe('unsubscribe tokens and e-mail settings', () => {
       '/app',
       3000,
     );
-    expect(full).toMatchObject({ missing: [], publicBaseUrl: 'https://api.example.com', outboxDir: '/app/.data/outbox' });
-    expect(() => emailConfig({ SMTP_URL: 'http://mail.example' }, false, '/app', 3000)).toThrow(/smtp:\/\/ or smtps:\/\//);
+    expect(full).toMatchObject({
+      missing: [],
+      publicBaseUrl: 'https://api.example.com',
+      outboxDir: '/app/.data/outbox',
+    });
+    expect(() => emailConfig({ SMTP_URL: 'http://mail.example' }, false, '/app', 3000)).toThrow(
+      /smtp:\/\/ or smtps:\/\//,
+    );
     expect(() => emailConfig({ PUBLIC_BASE_URL: 'http://api.example.com' }, true, '/app', 3000)).toThrow(/https/);
     expect(() => emailConfig({ PUBLIC_BASE_URL: 'not a url' }, false, '/app', 3000)).toThrow(/PUBLIC_BASE_URL/);
     expect(() => parseLinkKey('c2hvcnQ=')).toThrow(/32 bytes/);
