@@ -82,7 +82,7 @@ export const EMAIL_COMMANDS: AdminCommand[] = [
       const { rows } = await pool.query(
         `select d.id, d.subscriber_id, d.email, d.api_key_id, k.key_prefix, d.bucket, d.level, d.alert_count,
                 d.first_alert_at, d.last_alert_at, d.send_after, d.status, d.attempts, d.last_response_code,
-                d.last_error, d.created_at, d.last_attempt_at, d.sent_at
+                d.last_result, d.created_at, d.last_attempt_at, d.sent_at
            from admin.email_deliveries d join admin.api_keys k on k.id = d.api_key_id
           where ($1::uuid is null or d.subscriber_id = $1) and ($2::text is null or d.status = $2)
           order by d.created_at desc, d.id

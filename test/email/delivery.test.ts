@@ -150,7 +150,7 @@ describe('usage-alert e-mails over SMTP', () => {
     expect(rows[0]).toMatchObject({
       status: 'failed',
       attempts: 0,
-      last_error: 'not sent: the contact is unsubscribed',
+      last_result: 'not sent: the contact is unsubscribed',
     });
     expect(smtp.to('late@acme.example')).toEqual([]);
   });
@@ -196,7 +196,7 @@ describe('usage-alert e-mails over SMTP', () => {
       return d[0] && d[0].attempts >= 1 ? d : undefined;
     });
     expect(rows[0]).toMatchObject({ status: 'pending', last_response_code: null });
-    expect(rows[0]!.last_error).toMatch(/ECONNREFUSED|connect/i);
+    expect(rows[0]!.last_result).toMatch(/ECONNREFUSED|connect/i);
     await r.stop();
     running.splice(0);
     // due more than 24 h ago: the next failure is the last

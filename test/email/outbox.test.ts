@@ -39,7 +39,7 @@ describe('the .eml outbox (no SMTP_URL)', () => {
         const d = await deliveries(db, s.subscriberId);
         return d[0]?.status === 'sent' ? d : undefined;
       });
-      expect(rows[0]!.last_error).toMatch(/^written to .*\.eml$/);
+      expect(rows[0]!.last_result).toMatch(/^written to .*\.eml$/);
     } finally {
       await r.stop();
     }

@@ -146,13 +146,13 @@ export interface DeliveryRow {
   status: string;
   attempts: number;
   last_response_code: number | null;
-  last_error: string | null;
+  last_result: string | null;
   send_after: Date;
 }
 
 export async function deliveries(db: TestDatabase, subscriberId: string): Promise<DeliveryRow[]> {
   const { rows } = await db.owner.query<DeliveryRow>(
-    `select id, email, bucket, level, alert_count, status, attempts, last_response_code, last_error, send_after
+    `select id, email, bucket, level, alert_count, status, attempts, last_response_code, last_result, send_after
        from admin.email_deliveries where subscriber_id = $1 order by email, level, send_after`,
     [subscriberId],
   );

@@ -32,7 +32,7 @@ create table if not exists admin.email_deliveries (
   status          text not null default 'pending' check (status in ('pending', 'sent', 'failed')),
   attempts        integer not null default 0,
   last_response_code integer,
-  last_error      text,
+  last_result     text,                        -- the SMTP server's last reply, the error, or the outbox file
   created_at      timestamptz not null default now(),
   last_attempt_at timestamptz,
   sent_at         timestamptz

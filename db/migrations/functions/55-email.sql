@@ -228,7 +228,7 @@ begin
   update admin.email_deliveries d
      set attempts = d.attempts + case when p_outcome = 'skip' then 0 else 1 end,
          last_attempt_at = case when p_outcome = 'skip' then d.last_attempt_at else now() end,
-         last_response_code = p_response_code, last_error = p_error,
+         last_response_code = p_response_code, last_result = p_error,
          status = case p_outcome when 'sent' then 'sent' when 'retry' then 'pending' else 'failed' end,
          sent_at = case when p_outcome = 'sent' then now() end
    where d.id = p_id and d.status = 'pending'
