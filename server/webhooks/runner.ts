@@ -3,6 +3,7 @@
  * queue (jobs taken with FOR UPDATE SKIP LOCKED, so several instances share
  * it and each job runs once at a time), the task of task.ts, and the queue
  * depth gauge. stop() waits for running deliveries (at most the 10 s timeout).
+ * Other queued work runs here too (options.tasks: the alert e-mails' email_send).
  */
 import pg from 'pg';
 import { Logger as WorkerLogger, run, type Runner, type TaskList } from 'graphile-worker';
