@@ -3,7 +3,9 @@
  * the same transaction → the shared graphile-worker runner → nodemailer's SMTP
  * pool → a real SMTP server in this process (smtp-server + mailparser).
  */
+import request from 'supertest';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { awaitRoomInMinute, bearer, createPlan, startPartner } from '../support/partner';
 import { registry } from '../../server/metrics';
 import { verifyUnsubscribeToken } from '../../server/email/token';
 import {
@@ -98,6 +100,34 @@ describe('usage-alert e-mails over SMTP', () => {
       email: 'ops@acme.example',
     });
     expect(await counter('partner_emails_sent_total')).toBe(sentBefore + 2);
+  });
+
+  test('end to end: partner requests exhaust a small plan, the contact gets the 80, 90 and 100 % e-mails', async () => {
+    await awaitRoomInMinute(10_000);
+    const plan = await createPlan(db.owner, 5);
+    const s = await subscriberWithContacts(db, ['e2e@acme.example']);
+    await db.owner.query('select admin.set_subscriber_plan($1, $2)', [s.subscriberId, plan]);
+    const partner = await startPartner(db);
+    await start();
+    try {
+      for (let i = 0; i < 5; i++)
+        await request(partner.app).get('/api/v1/partner/test_endpoint').set(bearer(s.apiKey)).expect(200);
+      await request(partner.app).get('/api/v1/partner/test_endpoint').set(bearer(s.apiKey)).expect(429);
+      await partner.guard.alerts.settle();
+    } finally {
+      await partner.close();
+    }
+    await waitFor(allSettled(s.subscriberId, 3));
+    expect(
+      smtp
+        .to('e2e@acme.example')
+        .map((m) => m.mail.subject)
+        .sort(),
+    ).toEqual([
+      '[Bar Data API] High usage warning: 90% of your minute limit used',
+      '[Bar Data API] Limit reached: 100% of your minute limit used',
+      '[Bar Data API] Warning: 80% of your minute limit used',
+    ]);
   });
 
   test('an SMTP 421 is retried with backoff, then the mail is delivered once', async () => {
