@@ -7,7 +7,7 @@ import path from 'node:path';
 import { projectRoot } from '../../server/config';
 
 test('NODE_ENV=production without SMTP_URL, MAIL_FROM, PUBLIC_BASE_URL, EMAIL_LINK_KEY: one line, exit 1', () => {
-  const env = { ...process.env, NODE_ENV: 'production', PORT: '0', ADMIN_PORT: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: '0', ADMIN_PORT: '0' };
   for (const name of ['SMTP_URL', 'MAIL_FROM', 'PUBLIC_BASE_URL', 'EMAIL_LINK_KEY', 'DATABASE_URL']) delete env[name];
   env.MAIL_FROM = 'Alerts <a@example.com>';
   const run = spawnSync(process.execPath, [path.join(projectRoot, 'test/hardening/run-ts.js'), 'server/main.ts'], {
