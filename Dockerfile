@@ -19,6 +19,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY .gmrc ./
 COPY db/migrations ./db/migrations
+# The alert e-mail and unsubscribe page templates are read from the source tree (server/email/render.ts).
+COPY server/email/templates ./server/email/templates
 USER node
 EXPOSE 3000 3001
 # Migrates to the latest committed migration, then serves.

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { emailConfig, type EmailConfig } from './email/settings';
 
 /** Everything the process reads from its environment, parsed once. */
 export interface Config {
@@ -40,6 +41,8 @@ export interface Config {
   /** Worker processes sharing the partner port (WEB_CONCURRENCY: a number, or 'auto' = one per core). */
   webConcurrency: number;
   embedded: { dataDir: string; port: number; startTimeoutMs: number };
+  /** Usage-alert e-mails: SMTP_URL, MAIL_FROM, PUBLIC_BASE_URL, EMAIL_LINK_KEY, EMAIL_OUTBOX_DIR (server/email/settings.ts). */
+  email: EmailConfig;
 }
 
 export const projectRoot = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');
@@ -125,5 +128,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: int('EMBEDDED_PG_PORT', 54329, env),
       startTimeoutMs: int('EMBEDDED_PG_START_TIMEOUT_MS', 30000, env),
     },
+    email: emailConfig(env, nodeEnv === 'production', projectRoot, int('PORT', 3000, env)),
   };
 }

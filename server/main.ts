@@ -38,6 +38,7 @@ import { startOperatorServer } from './operator/server';
 import { trackPool } from './metrics';
 import { clusterMetricsText } from './metrics-cluster';
 import { startWebhookRunner } from './webhooks/runner';
+import { createEmailSender } from './email/sender';
 
 /** The demo generator only seeds an empty database: no cities, bars, categories or users. */
 async function hasBarData(url: string): Promise<boolean> {
@@ -89,6 +90,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const role: Role = cluster.isWorker ? 'worker' : config.webConcurrency > 1 ? 'primary' : 'single';
   const logger = createLogger(config.logLevel).child(role === 'worker' ? { worker: cluster.worker?.id } : {});
+  if (config.email.missing.length)
+    fail(`production needs ${config.email.missing.join(', ')} (e-mail alerts; see README)`);
   let shuttingDown = false;
   let workers: ClusterWorkers | undefined;
 
@@ -172,8 +175,10 @@ async function main(): Promise<void> {
 
     // Webhook deliveries (graphile-worker queue, server/webhooks): one runner per instance.
     let webhookRunner;
+    const email = createEmailSender(config.email, logger); // usage-alert e-mails: a task of the same runner
+    cleanups.push({ name: 'e-mail transport', run: async () => email.close() });
     try {
-      webhookRunner = await startWebhookRunner({ databaseUrl: dbUrl, logger });
+      webhookRunner = await startWebhookRunner({ databaseUrl: dbUrl, logger, tasks: email.tasks });
     } catch (e) {
       await runCleanups(undefined);
       return fail(`webhooks: ${(e as Error).message}`);
@@ -240,6 +245,7 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     guard: guard.handlers,
     // exports read the primary: the watermark needs the writers' pg_stat_activity, a replica may lag
     export: { pool, slots: exportRedis ? new RedisExportSlots(exportRedis, { logger }) : undefined },
+    email: { linkKey: config.email.linkKey, pool }, // unsubscribe links: a write, on the primary
     health: {
       draining: () => draining,
       checks: [postgresCheck(pool), ...(reads instanceof ReadRoutingPool ? reads.checks() : [])],

@@ -72,6 +72,21 @@ export const webhookFailures = new Counter({
   registers: [registry],
 });
 
+/** Usage-alert e-mails accepted by the SMTP server (or written to the outbox). (Updated by the e-mail task.) */
+export const emailsSent = new Counter({
+  name: 'partner_emails_sent_total',
+  help: 'Usage-alert e-mails sent (accepted by the SMTP server, or written to the outbox)',
+  registers: [registry],
+});
+
+/** Usage-alert e-mail attempts that failed: temporary (retried), bounce (permanent 5xx), expired (24 h of retries). */
+export const emailsFailed = new Counter({
+  name: 'partner_emails_failed_total',
+  help: 'Usage-alert e-mail attempts that failed, by reason (temporary, bounce, expired)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 interface PoolLike {
   totalCount: number;
   idleCount: number;

@@ -19,6 +19,7 @@ import { createPool, type Pool } from '../db/pools';
 import { limit, parse, required, time, UsageError, uuid, type AdminCommand } from './args';
 
 import { WEBHOOK_COMMANDS } from '../webhooks/cli';
+import { EMAIL_COMMANDS } from '../email/cli';
 export { UsageError } from './args';
 export type { AdminCommand } from './args';
 
@@ -255,7 +256,7 @@ const BUILT_IN: AdminCommand[] = [
 ];
 
 /** Every command: the built-in ones, then those other modules register (one line each). */
-export const COMMANDS: AdminCommand[] = [...BUILT_IN, ...WEBHOOK_COMMANDS];
+export const COMMANDS: AdminCommand[] = [...BUILT_IN, ...WEBHOOK_COMMANDS, ...EMAIL_COMMANDS];
 
 const usageLine = (c: AdminCommand) => `  ${c.name}${c.synopsis ? ` ${c.synopsis}` : ''}`;
 

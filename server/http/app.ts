@@ -22,6 +22,7 @@ import { PARTNER_PREFIX } from './partner';
 import { requestId } from './request-id';
 import { partnerRoutes } from './routes';
 import type { ExportOptions } from './routes/export';
+import { unsubscribeRoutes } from '../email/unsubscribe';
 
 export interface PartnerAppDeps {
   config: Pick<Config, 'env'> & Partial<Pick<Config, 'trustProxy'>>;
@@ -34,6 +35,8 @@ export interface PartnerAppDeps {
   health?: { checks?: ReadinessCheck[]; draining?: () => boolean };
   /** GET export/*: the pool (the primary), concurrent-export slots (Redis), batch size (routes/export.ts). */
   export?: ExportOptions;
+  /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
+  email?: { linkKey?: Buffer; pool?: Pool };
 }
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {
@@ -47,6 +50,8 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.use(accessLog(deps.logger));
   app.use(strictTransportSecurity);
   app.use(compression({ threshold: 1024 })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
+  // One-click unsubscribe from alert e-mails (RFC 8058 POST, an HTML page): no key, before the GET/JSON-only checks.
+  app.use(unsubscribeRoutes({ pool: deps.email?.pool ?? deps.pool, linkKey: deps.email?.linkKey }));
   app.use(onlyGetAndHead);
   app.use(docsRoutes()); // the HTML API reference: public, before the JSON-only Accept check
   app.use(requireJsonAcceptable);

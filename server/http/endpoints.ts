@@ -355,6 +355,20 @@ export const E = {
     }),
   }),
 
+  // ---- usage (decisions.md v1.2 "Usage for partners")
+  usage: endpoint({
+    path: '/usage',
+    operationId: 'getUsage',
+    summary: "The key's rate-limit buckets and the subscriber's latest usage alerts (counts against no bucket)",
+    description:
+      "Like GitHub's `/rate_limit`: answered even when a bucket is exhausted, and counted in no bucket " +
+      '(the rate-limit headers show the counts without this request). `-1` marks an unlimited bucket, as in ' +
+      'the headers; `reset` is the window end in Unix seconds. `alerts`: the last 20 usage alerts (80, 90 and ' +
+      '100 % of a bucket) of the subscriber, newest first.',
+    query: [],
+    body: ref('Usage'),
+  }),
+
   // ---- bulk export (decisions.md "Bulk export and incremental sync"; docs/EXPORT.md)
   exportBars: endpoint({
     path: '/export/bars',

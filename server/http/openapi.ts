@@ -209,6 +209,27 @@ const schemas: Record<string, Schema> = {
     ],
   },
   TestResponse: object({ message: string, timestamp, subscriber_id: string, plan: string }),
+  Usage: object({
+    subscriber_id: { type: 'string', format: 'uuid' },
+    plan: string,
+    buckets: object({ minute: ref('UsageBucket'), day: ref('UsageBucket'), month: ref('UsageBucket') }),
+    alerts: array(ref('UsageAlert'), { maxItems: 20 }),
+  }),
+  UsageBucket: object(
+    {
+      limit: { type: 'integer', minimum: -1, description: 'requests allowed in the window; -1 unlimited' },
+      used: { type: 'integer', minimum: -1, description: 'requests counted in the window; -1 unlimited (not counted)' },
+      remaining: { type: 'integer', minimum: -1, description: 'limit - used, at least 0; -1 unlimited' },
+      reset: { type: 'integer', description: 'when the window ends, Unix seconds (as X-RateLimit-Reset)' },
+    },
+    'one UTC-aligned rate-limit window of the key',
+  ),
+  UsageAlert: object({
+    level: { type: 'string', enum: ['warning', 'high_warning', 'limit_reached'], description: '80, 90 or 100 %' },
+    bucket: { type: 'string', enum: ['minute', 'day', 'month'] },
+    window_start: timestamp,
+    created_at: timestamp,
+  }),
   // Bulk export (docs/EXPORT.md): each schema is ONE line of the application/x-ndjson stream.
   ExportBarLine: object(
     {

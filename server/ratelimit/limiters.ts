@@ -34,6 +34,7 @@ import type { RedisBreaker } from './breaker';
 import {
   defineBucketsCommand,
   evaluateShared,
+  keysFor,
   LocalBuckets,
   windowsAt,
   type Outcome,
@@ -69,6 +70,9 @@ export interface LimiterOptions {
 }
 
 export const FAILED_AUTH_LIMIT = 30;
+
+/** Endpoints that count against no bucket (decisions.md v1.2 "Usage for partners"): their counts are read only. */
+export const FREE_ENDPOINTS: ReadonlySet<string> = new Set(['usage']);
 
 /** The rate-limit context the guard put on the response (res.locals.rateLimit). */
 export function rateLimitContext(res: Response): RateLimitContext {
@@ -154,6 +158,24 @@ class ThreeBucketStore {
     return this.local.evaluate(ctx.keyId, ctx.limits, w, op);
   }
 
+  /** The buckets' counts without counting this request (GET usage): Redis when available, else in process. */
+  async peek(ctx: RateLimitContext): Promise<Outcome> {
+    const { redis, breaker } = this.options;
+    const w = ctx.windows!;
+    if (redis && breaker?.available) {
+      try {
+        const counts = await breaker.run(() => redis.mget(...keysFor(this.prefix, ctx.keyId, w).slice(0, 3)));
+        const [minute, day, month] = counts.map((c) => Number(c ?? 0));
+        return { used: { minute: minute!, day: day!, month: month! }, shared: false };
+      } catch {
+        // counted in process below
+      }
+    }
+    const used = { minute: 0, day: 0, month: 0 };
+    for (const b of BUCKETS) used[b] = this.local.peek(ctx.keyId, w, b);
+    return { used, shared: false };
+  }
+
   // The script never counts a refused request, so there is nothing to give back.
   decrement(): void {}
   resetKey(): void {}
@@ -187,6 +209,15 @@ export class PartnerRateLimits {
         const ctx = rateLimitContext(res);
         const b = deciding(ctx);
         return b ? ctx.limits[b]! : Number.MAX_SAFE_INTEGER;
+      },
+      // A free endpoint: the counts are read, not incremented; the request counts in no bucket and no usage.
+      skip: async (req, res) => {
+        if (!FREE_ENDPOINTS.has(options.endpointOf(req))) return false;
+        const ctx = rateLimitContext(res);
+        ctx.windows = windowsAt(Date.now());
+        ctx.outcome = await this.store.peek(ctx);
+        ctx.refunded = true;
+        return true;
       },
       requestPropertyName: 'rateLimit_buckets',
       standardHeaders: false,

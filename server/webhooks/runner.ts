@@ -3,9 +3,10 @@
  * queue (jobs taken with FOR UPDATE SKIP LOCKED, so several instances share
  * it and each job runs once at a time), the task of task.ts, and the queue
  * depth gauge. stop() waits for running deliveries (at most the 10 s timeout).
+ * Other queued work runs here too (options.tasks: the alert e-mails' email_send).
  */
 import pg from 'pg';
-import { Logger as WorkerLogger, run, type Runner } from 'graphile-worker';
+import { Logger as WorkerLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import { webhookQueueDepth } from '../metrics';
 import type { Logger } from '../log';
 import { webhookSettings, type WebhookSettings } from './settings';
@@ -22,6 +23,8 @@ export interface WebhookRunnerOptions {
   concurrency?: number;
   pollInterval?: number;
   timeoutMs?: number;
+  /** Other tasks run by the same queue (e.g. email_send, server/email), given the runner's pool. */
+  tasks?: (pool: pg.Pool) => TaskList;
 }
 
 export async function startWebhookRunner(options: WebhookRunnerOptions): Promise<WebhookRunner> {
@@ -42,7 +45,7 @@ export async function startWebhookRunner(options: WebhookRunnerOptions): Promise
       pollInterval: options.pollInterval ?? 2000,
       noHandleSignals: true,
       logger,
-      taskList: { webhook_deliver: deliverTask(pool, settings, options.timeoutMs) },
+      taskList: { webhook_deliver: deliverTask(pool, settings, options.timeoutMs), ...options.tasks?.(pool) },
     });
   } catch (e) {
     await pool.end();

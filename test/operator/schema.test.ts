@@ -79,10 +79,12 @@ describe('operator GraphQL: what the schema exposes', () => {
     const fields = mutation && mutation.kind === 'OBJECT' ? mutation.fields.map((f) => f.name).sort() : [];
     expect(fields).toEqual([
       'activateSubscriber',
+      'clearContactBounce',
       'createPlan',
       'createSubscriber',
       'issueKey',
       'revokeKey',
+      'setAlertContacts',
       'setSubscriberPlan',
       'setSubscriptionEndsAt',
       'suspendSubscriber',

@@ -75,3 +75,29 @@ $$;
 
 revoke all on function api.record_shared_usage(jsonb), api.usage_key_ids() from public;
 grant execute on function api.record_shared_usage(jsonb), api.usage_key_ids() to bar_partner;
+
+-- GET usage (decisions.md v1.2 "Usage for partners"): the buckets, computed by the
+-- server from the plan and the live counters (p_buckets, passed through as is), and
+-- the subscriber's last 20 usage alerts, newest first.
+create or replace function api.usage(p_subscriber_id uuid, p_plan text, p_buckets json) returns json
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+  set jit = off
+as $$
+begin
+  return json_build_object(
+    'subscriber_id', p_subscriber_id,
+    'plan', p_plan,
+    'buckets', p_buckets,
+    'alerts', coalesce((
+      select json_agg(json_build_object('level', a.level, 'bucket', a.bucket,
+                                        'window_start', private.iso_utc(a.window_start),
+                                        'created_at', private.iso_utc(a.created_at))
+                      order by a.created_at desc, a.id desc)
+        from (select a.* from admin.usage_alerts a
+               where a.subscriber_id = p_subscriber_id
+               order by a.created_at desc, a.id desc
+               limit 20) a), '[]'::json));
+end $$;
+revoke all on function api.usage(uuid, text, json) from public;
+grant execute on function api.usage(uuid, text, json) to bar_partner;

@@ -21,6 +21,7 @@ import {
 } from '../params';
 import type { PartnerIdentity } from '../partner';
 import { exportRoutes } from './export';
+import { usageRoutes } from './usage';
 
 const BARS_LIMIT = { min: 1, max: 250, default: 100 };
 const RADIUS = { min: 0, max: 100, minExclusive: true };
@@ -229,6 +230,7 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
   });
 
   router.use(exportRoutes(deps)); // GET export/bars, export/events (NDJSON streams)
+  router.use(usageRoutes(deps)); // GET usage (counts against no bucket)
 
   return router;
 }
