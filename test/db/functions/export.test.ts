@@ -362,6 +362,22 @@ describe('api.export_events', () => {
 });
 
 describe('privileges', () => {
+  test('EXECUTE on the api functions: bar_partner only (bar_operator has no USAGE on api either)', async () => {
+    await sql.run(async (tx) => {
+      const rows = await tx.query(
+        `select f::text as fn, has_function_privilege('bar_partner', f, 'execute') as partner,
+                has_function_privilege('bar_operator', f, 'execute') as operator
+           from unnest(array['api.export_watermark()', 'api.export_bars(text,text,text,timestamptz,timestamptz)',
+                             'api.export_events(text,text,text,text,text,timestamptz)']::regprocedure[]) f`,
+      );
+      expect(rows).toEqual([
+        { fn: 'api.export_watermark()', partner: true, operator: false },
+        { fn: expect.stringMatching(/^api\.export_bars\(/), partner: true, operator: false },
+        { fn: expect.stringMatching(/^api\.export_events\(/), partner: true, operator: false },
+      ]);
+    });
+  });
+
   test.each([
     ['bar_operator', 'select api.export_watermark()'],
     ['bar_operator', "select api.export_bars('c')"],

@@ -266,6 +266,22 @@ describe('privileges', () => {
     });
   });
 
+  test('EXECUTE on the endpoint functions and enqueue_webhook: the owner only (the CLI; triggers run as the owner)', async () => {
+    await sql.run(async (tx) => {
+      const rows = await tx.query(
+        `select f::text as fn, has_function_privilege('bar_partner', f, 'execute') as partner,
+                has_function_privilege('bar_operator', f, 'execute') as operator
+           from unnest(array['admin.set_webhook_endpoint(uuid,text,text)', 'admin.remove_webhook_endpoint(uuid)',
+                             'private.enqueue_webhook(uuid,text,jsonb)']::regprocedure[]) f`,
+      );
+      expect(rows).toEqual([
+        { fn: 'admin.set_webhook_endpoint(uuid,text,text)', partner: false, operator: false },
+        { fn: 'admin.remove_webhook_endpoint(uuid)', partner: false, operator: false },
+        { fn: 'private.enqueue_webhook(uuid,text,jsonb)', partner: false, operator: false },
+      ]);
+    });
+  });
+
   test('bar_operator reads the endpoints without their secret, and the delivery log', async () => {
     await sql.run(async (tx) => {
       const id = await subscriber(tx);
