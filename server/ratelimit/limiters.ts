@@ -54,6 +54,8 @@ export interface RateLimitContext {
   outcome?: Outcome;
   /** Set once refund() ran. */
   refunded?: boolean;
+  /** Requests this one counts as (default 1): a GraphQL query's points; 0 counts nothing (a rejected query). */
+  weight?: number;
   /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
   refund?: () => Promise<void>;
 }
@@ -143,7 +145,9 @@ class ThreeBucketStore {
     if (redis && breaker && shared && !breaker.available) breaker.noteFallback();
     else if (redis && breaker && shared) {
       try {
-        return await breaker.run(() => evaluateShared(redis, redisPrefix, ctx.keyId, ctx.limits, w, ctx.endpoint!, op));
+        return await breaker.run(() =>
+          evaluateShared(redis, redisPrefix, ctx.keyId, ctx.limits, w, ctx.endpoint!, op, ctx.weight ?? 1),
+        );
       } catch (err) {
         logger.warn(
           { err: { message: (err as Error).message } },
@@ -151,7 +155,7 @@ class ThreeBucketStore {
         );
       }
     }
-    return this.local.evaluate(ctx.keyId, ctx.limits, w, op);
+    return this.local.evaluate(ctx.keyId, ctx.limits, w, op, ctx.weight ?? 1);
   }
 
   // The script never counts a refused request, so there is nothing to give back.
