@@ -87,7 +87,7 @@ const HOSTILE_VARIABLES: unknown[] = [
   { id: { $gt: '' }, n: 1 },
   { id: 'x'.repeat(10_000), n: 1 },
   { near: { latitude: 'north' } },
-  { near: { latitude: 1e400, longitude: 0 } },
+  { near: { latitude: 1e308, longitude: 0 } },
   { f: { statuses: ['party'] } },
   { f: { openNow: true, openAt: '2026-11-22T21:30:00Z' } },
   { __proto__: { polluted: true } },
