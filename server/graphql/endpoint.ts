@@ -14,10 +14,10 @@
  */
 import '../operator/graphile-env'; // before grafast is loaded
 import '../operator/node20-compat';
+import path from 'node:path';
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { execute } from 'postgraphile/grafast';
 import { GraphQLError, printSchema, type ExecutionResult, type GraphQLSchema } from 'postgraphile/graphql';
-import { serveStatic } from 'ruru/static';
 import { ruruHTML } from 'ruru/server';
 import type { Pool } from '../db/pools';
 import { sendPublic, strongEtag } from '../http/caching';
@@ -121,10 +121,13 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
   router.get(`${ROUTE}/explorer`, beta, (req, res) =>
     sendPublic(req, res, 'text/html; charset=utf-8', explorer, explorerEtag),
   );
-  const assets = serveStatic(`${ROUTE}/explorer/static/`); // req.url is relative to the partner prefix here
-  router.get(`${ROUTE}/explorer/static/*path`, beta, (req, res, next) => {
-    assets(req, res, (err?: Error) => (err ? next(err) : next()));
+  // ruru's bundle as files of the npm package (no CDN; its own loader imports them dynamically)
+  const assets = express.static(path.join(path.dirname(require.resolve('ruru')), '..', 'static'), {
+    index: false,
+    fallthrough: false,
+    maxAge: '1h',
   });
+  router.use(`${ROUTE}/explorer/static`, beta, assets);
 
   const methods: RequestHandler = (req, res, next) => {
     if (req.method === 'GET' || req.method === 'POST') return next();
