@@ -65,7 +65,7 @@ if rejected == 0 then
   if weight > 0 then
     for i = 1, 3 do
       if tonumber(ARGV[i]) >= 0 then
-        counts[i] = redis.call('INCRBY', KEYS[i], weight)
+        if weight == 1 then counts[i] = redis.call('INCR', KEYS[i]) else counts[i] = redis.call('INCRBY', KEYS[i], weight) end
         if counts[i] == weight then redis.call('PEXPIREAT', KEYS[i], ARGV[3 + i]) end
       end
     end

@@ -31,11 +31,13 @@ $$;
 revoke all on function api.graphql_bar_posts(text, integer, integer) from public;
 
 -- The role the GraphQL endpoint runs as (created in the graphql migration) may execute only what
--- the schema serves, whatever their signatures are.
+-- the schema serves, whatever their signatures are. (Before that migration has run there is
+-- no role to grant to: the endpoint then answers nothing, the rest of the API is unaffected.)
 do $$
 declare
   f regprocedure;
 begin
+  if not exists (select 1 from pg_roles where rolname = 'bar_partner_graphql') then return; end if;
   for f in
     select p.oid::regprocedure from pg_proc p
     where p.pronamespace = 'api'::regnamespace
