@@ -1,8 +1,10 @@
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import { seedDemoData } from '../../db/seed';
 import { GRAPHQL_PATH } from '../../server/graphql/endpoint';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { bearer, createPlan, issueKey } from '../support/partner';
+import { awaitRoomInMinute, bearer, createPlan, issueKey } from '../support/partner';
+import { describeWithRedis, redisUrl } from '../support/redis';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';
 
 interface Body {
@@ -265,5 +267,48 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
       await client.query('reset role');
       client.release();
     }
+  });
+});
+
+describeWithRedis('GraphQL points counted in Redis (the rate-limit script)', () => {
+  let db: TestDatabase;
+  let partner: GraphqlPartner;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await seedDemoData(db.url, { bars: 120, seed: 3 });
+    redis = new Redis(redisUrl!);
+    partner = await startGraphqlPartner(db, { redis });
+  });
+  afterAll(async () => {
+    await partner?.close();
+    redis?.disconnect();
+    await db?.drop();
+  });
+
+  test('a query is charged its points in every bucket and in usage; 429 counts nothing', async () => {
+    await awaitRoomInMinute(10_000);
+    const k = await issueKey(db.owner, { plan: await createPlan(db.owner, 10, 100) });
+    const seven = await gql(partner.app, k.apiKey, nested(100, 1) + ' '); // 101 connections: 2 points
+    expect(seven.headers['x-ratelimit-remaining-minute']).toBe('8');
+    expect(seven.headers['x-ratelimit-remaining-day']).toBe('98');
+    const five = `{ ${['a', 'b', 'c', 'd'].map((a) => `${a}: bars(first: 100) { nodes { events(first: 1) { totalCount } } }`).join(' ')} }`;
+    expect((await gql(partner.app, k.apiKey, five)).headers['x-ratelimit-remaining-minute']).toBe('3');
+    const refused = await gql(partner.app, k.apiKey, five);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['x-ratelimit-remaining-minute']).toBe('3');
+    const over = await gql(partner.app, k.apiKey, nested(100, 100)); // the node limit: charged nothing
+    expect(over.status).toBe(400);
+    expect(over.headers['x-ratelimit-remaining-minute']).toBe('3');
+    await partner.guard.sharedUsage!.flush();
+    const usage = await db.owner.query<{ endpoint: string; requests: number; rate_limited: number }>(
+      'select endpoint, requests::int, rate_limited::int from admin.daily_usage where api_key_id = $1 order by endpoint',
+      [k.keyId],
+    );
+    expect(usage.rows).toEqual([
+      { endpoint: '(none)', requests: 0, rate_limited: 1 },
+      { endpoint: 'graphql', requests: 7, rate_limited: 0 },
+    ]);
   });
 });
