@@ -92,21 +92,35 @@ export function requestParams(
   return { query: text, variables: variables as Record<string, unknown>, operationName };
 }
 
-export function prepareQuery(
-  schema: GraphQLSchema,
-  method: string,
-  params: { query: string; variables: Record<string, unknown>; operationName?: string },
-): PreparedQuery {
-  const bytes = Buffer.byteLength(params.query);
-  if (bytes > LIMITS.bytes)
-    throw reject('QUERY_TOO_LARGE', `The query is ${bytes} bytes, over the limit of ${LIMITS.bytes} bytes`, 413);
+/**
+ * Parsed and validated documents by text (a few hundred recent ones): a partner's queries repeat,
+ * and the same document object lets grafast reuse its operation plan. Rejections are cached too.
+ */
+const DOCUMENT_CACHE_SIZE = 500;
+const documents = new WeakMap<GraphQLSchema, Map<string, DocumentNode | Rejection>>();
 
+function checkedDocument(schema: GraphQLSchema, text: string): DocumentNode {
+  let cache = documents.get(schema);
+  if (!cache) documents.set(schema, (cache = new Map()));
+  let entry = cache.get(text);
+  if (entry === undefined) {
+    entry = parseAndValidate(schema, text);
+    if (cache.size >= DOCUMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  } else {
+    cache.delete(text); // most recently used last
+  }
+  cache.set(text, entry);
+  if (entry instanceof Rejection) throw entry;
+  return entry;
+}
+
+function parseAndValidate(schema: GraphQLSchema, text: string): DocumentNode | Rejection {
   let document: DocumentNode;
   try {
-    document = new MaxTokensParserWLexer(params.query, { n: LIMITS.tokens, exposeLimits: true }).parseDocument();
+    document = new MaxTokensParserWLexer(text, { n: LIMITS.tokens, exposeLimits: true }).parseDocument();
   } catch (e) {
     const message = (e as Error).message;
-    throw reject(/Token limit/.test(message) ? 'MAX_TOKENS_EXCEEDED' : 'GRAPHQL_PARSE_FAILED', message);
+    return reject(/Token limit/.test(message) ? 'MAX_TOKENS_EXCEEDED' : 'GRAPHQL_PARSE_FAILED', message);
   }
 
   // The armor rules report through the context (not by throwing out of validate).
@@ -123,8 +137,22 @@ export function prepareQuery(
       : /aliases limit/i.test(messages[0]!)
         ? 'MAX_ALIASES_EXCEEDED'
         : 'GRAPHQL_VALIDATION_FAILED';
-    throw new Rejection(400, code, messages.join('; '));
+    return new Rejection(400, code, messages.join('; '));
   }
+
+  return document;
+}
+
+export function prepareQuery(
+  schema: GraphQLSchema,
+  method: string,
+  params: { query: string; variables: Record<string, unknown>; operationName?: string },
+): PreparedQuery {
+  const bytes = Buffer.byteLength(params.query);
+  if (bytes > LIMITS.bytes)
+    throw reject('QUERY_TOO_LARGE', `The query is ${bytes} bytes, over the limit of ${LIMITS.bytes} bytes`, 413);
+
+  const document = checkedDocument(schema, params.query);
 
   const operation = getOperationAST(document, params.operationName);
   if (!operation)
