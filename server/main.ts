@@ -235,8 +235,9 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
   const exportRedisTarget = redisTarget(config.redisUrl, config.redisClusterNodes.join(','));
   const exportRedis = exportRedisTarget ? createRedisClient(exportRedisTarget, logger) : undefined;
   if (exportRedis) cleanups.push({ name: 'export slots', run: async () => void (await exportRedis.quit()) });
-  const graphqlPool = createGraphqlPool(dbUrl, config, logger);
-  cleanups.push({ name: 'GraphQL pools', run: () => graphqlPool.end() });
+  const graphqlPool = createGraphqlPool(dbUrl, config);
+  cleanups.push({ name: 'GraphQL pool', run: () => graphqlPool.end() });
+  trackPool('graphql', graphqlPool);
   const app = createPartnerApp({
     config,
     logger,
