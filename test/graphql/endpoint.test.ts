@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { seedDemoData } from '../../db/seed';
 import { GRAPHQL_PATH } from '../../server/graphql/endpoint';
+import { graphqlPoints, graphqlRejections } from '../../server/metrics';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { awaitRoomInMinute, bearer, createPlan, issueKey } from '../support/partner';
 import { describeWithRedis, redisUrl } from '../support/redis';
@@ -161,6 +162,10 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
   test('points: max(1, ceil(connections / 100)), charged to every bucket; the node limit charges nothing', async () => {
     const plan = await createPlan(db.owner, 1000, 5000);
     const k = await issueKey(db.owner, { plan });
+    const counter = async (c: typeof graphqlPoints | typeof graphqlRejections, code?: string) =>
+      (await c.get()).values.filter((v) => !code || v.labels.code === code).reduce((n, v) => n + v.value, 0);
+    const pointsBefore = await counter(graphqlPoints);
+    const rejectedBefore = await counter(graphqlRejections, 'MAX_NODE_LIMIT_EXCEEDED');
     // 1 + 100 connections (bars, then each bar's events): 2 points; 100 + 100 * 10 nodes
     const two = await gql(partner.app, k.apiKey, nested(100, 10));
     expect((two.body as Body).errors).toBeUndefined();
@@ -182,6 +187,9 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
     const over = await gql(partner.app, k.apiKey, nested(100, 100));
     expect(over.status).toBe(400);
     expect(over.headers['x-ratelimit-remaining-minute']).toBe(String(before)); // nothing charged
+    // /metrics: points charged and rejections by code
+    expect((await counter(graphqlPoints)) - pointsBefore).toBe(2 + 1 + 4);
+    expect((await counter(graphqlRejections, 'MAX_NODE_LIMIT_EXCEEDED')) - rejectedBefore).toBe(1);
   });
 
   test('429 when the points do not fit (nothing charged); usage records graphql with its points; alerts fire', async () => {
