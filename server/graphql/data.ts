@@ -32,14 +32,71 @@ export const SQL = {
   cities: 'select api.cities(p_state => $1, p_q => $2, p_page => $3, p_per_page => $4)::text as body',
   groups: 'select api.groups(p_state => $1, p_city => $2)::text as body',
   barPosts: 'select api.graphql_bar_posts(p_bar_id => $1, p_limit => $2, p_offset => $3)::text as body',
+  eventsById: 'select api.graphql_events(p_ids => $1)::text as body',
 } as const;
+
+type Waiter = { resolve(v: Json | null): void; reject(e: unknown): void };
+
+/** Keys asked for in the same tick, read in one statement (`read` answers a value per key, or null). */
+class Batcher {
+  private pending = new Map<string, Waiter>();
+  private readonly done = new Map<string, Promise<Json | null>>();
+
+  constructor(private readonly read: (keys: string[]) => Promise<Map<string, Json>>) {}
+
+  load(key: string): Promise<Json | null> {
+    let p = this.done.get(key);
+    if (!p) {
+      p = new Promise<Json | null>((resolve, reject) => {
+        if (this.pending.size === 0) setImmediate(() => void this.flush());
+        this.pending.set(key, { resolve, reject });
+      });
+      this.done.set(key, p);
+    }
+    return p;
+  }
+
+  /** A value known otherwise (e.g. the one-bar query's own read). */
+  prime(key: string, value: Promise<Json | null>): Promise<Json | null> {
+    if (!this.done.has(key)) this.done.set(key, value);
+    return this.done.get(key)!;
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      const found = await this.read([...batch.keys()]);
+      for (const [key, waiter] of batch) waiter.resolve(found.get(key) ?? null);
+    } catch (err) {
+      for (const waiter of batch.values()) waiter.reject(err);
+    }
+  }
+}
 
 export class RequestData {
   private readonly memo = new Map<string, Promise<Json | null>>();
-  private pendingDetails = new Map<string, { resolve(v: Json | null): void; reject(e: unknown): void }>();
-  private readonly details = new Map<string, Promise<Json | null>>();
+  private readonly details: Batcher;
+  private readonly events: Batcher;
 
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly pool: Pool) {
+    this.details = new Batcher(async (ids) => {
+      const { rows } = await this.pool.query<{ body: string | null }>(SQL.barsDetail, [ids]);
+      const found = new Map<string, Json>();
+      rows.forEach((r, i) => {
+        if (r.body != null) found.set(ids[i]!, (JSON.parse(r.body) as Json).bar as Json);
+      });
+      return found;
+    });
+    this.events = new Batcher(async (ids) => {
+      const found = new Map<string, Json>();
+      for (let i = 0; i < ids.length; i += 100) {
+        const { rows } = await this.pool.query<{ body: string }>(SQL.eventsById, [ids.slice(i, i + 100)]);
+        for (const e of JSON.parse(rows[0]!.body) as Json[]) found.set(String(e.id), e);
+      }
+      return found;
+    });
+  }
 
   /** One api function call, parsed, once per request for the same arguments. */
   call(sql: string, values: unknown[]): Promise<Json | null> {
@@ -64,39 +121,19 @@ export class RequestData {
 
   /** GET bars/:id's bar object (null: unknown id); ids asked for in the same tick share one statement. */
   barDetail(id: string): Promise<Json | null> {
-    let p = this.details.get(id);
-    if (!p) {
-      p = new Promise<Json | null>((resolve, reject) => {
-        if (this.pendingDetails.size === 0) setImmediate(() => void this.flushDetails());
-        this.pendingDetails.set(id, { resolve, reject });
-      });
-      this.details.set(id, p);
-    }
-    return p;
+    return this.details.load(id);
   }
 
   /** The one-bar query (Query.bar): exactly REST's statement. */
-  async bar(id: string): Promise<Json | null> {
-    let p = this.details.get(id);
-    if (!p) {
-      p = this.call(SQL.bar, [id]).then((r) => (r?.bar as Json | undefined) ?? null);
-      this.details.set(id, p);
-    }
-    return p;
+  bar(id: string): Promise<Json | null> {
+    return this.details.prime(
+      id,
+      this.call(SQL.bar, [id]).then((r) => (r?.bar as Json | undefined) ?? null),
+    );
   }
 
-  private async flushDetails(): Promise<void> {
-    const batch = this.pendingDetails;
-    this.pendingDetails = new Map();
-    const ids = [...batch.keys()];
-    try {
-      const { rows } = await this.pool.query<{ body: string | null }>(SQL.barsDetail, [ids]);
-      ids.forEach((id, i) => {
-        const body = rows[i]?.body;
-        batch.get(id)!.resolve(body == null ? null : ((JSON.parse(body) as Json).bar as Json));
-      });
-    } catch (err) {
-      for (const waiter of batch.values()) waiter.reject(err);
-    }
+  /** GET events' full form of an event (null: unknown id), batched like bar details. */
+  eventFull(id: string): Promise<Json | null> {
+    return this.events.load(id);
   }
 }

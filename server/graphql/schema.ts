@@ -442,10 +442,12 @@ const Event: Record<string, Resolver> = {
   id: (e) => String(e.id),
   title: (e) => e.title ?? e.name,
   name: (e) => e.name ?? e.title,
-  classification: (e) => e.classification ?? null,
+  // the short forms (a bar's detail, events today, the feed) lack these: GET events' full form has them
+  classification: async (e, _a, ctx) =>
+    e.classification ?? (await ctx.data.eventFull(String(e.id)))?.classification ?? null,
   startAt: (e) => e.start_at,
   endAt: (e) => e.end_at,
-  createdAt: (e) => e.created_at ?? null,
+  createdAt: async (e, _a, ctx) => e.created_at ?? (await ctx.data.eventFull(String(e.id)))?.created_at ?? null,
 };
 
 const Post: Record<string, Resolver> = {

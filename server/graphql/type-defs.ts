@@ -232,12 +232,10 @@ export const TYPE_DEFS = /* GraphQL */ `
     title: String!
     name: String!
     description: String
-    "Null where REST's short form (bar detail, events today, feed) does not carry it."
-    classification: EventClassification
+    classification: EventClassification!
     startAt: String!
     endAt: String!
-    "Null where REST's short form does not carry it."
-    createdAt: String
+    createdAt: String!
     bar: Bar!
   }
 

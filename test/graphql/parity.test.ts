@@ -166,6 +166,15 @@ describe('GraphQL and REST give the same items in the same order', () => {
     ).toEqual((page1.busiest_bars as J[]).map((b) => ({ id: b.id, current_intensity: b.current_intensity })));
     expect(nodeIds(gc, 'eventsToday')).toEqual(ids(page1.events_today));
     expect([ids(page2.bars).length, (page1.busiest_bars as J[]).length].every((n) => n > 0)).toBe(true);
+    // an event reached through a short form (events today) has GET events' full-form fields
+    const full = new Map(((await rest(`events/${path}?per_page=100`)).events as J[]).map((e) => [e.id, e]));
+    const today = await query(`{ ${c} { eventsToday(first: 100) { nodes { id title classification createdAt } } } }`);
+    const shortForms = ((today.city as J).eventsToday as { nodes: J[] }).nodes.filter((n) => full.has(n.id));
+    expect(shortForms.length).toBeGreaterThan(0);
+    for (const n of shortForms) {
+      const f = full.get(n.id)!;
+      expect(n).toEqual({ id: f.id, title: f.title, classification: f.classification, createdAt: f.created_at });
+    }
     const groups = (await rest(`groups/${path}`)).groups as J[];
     expect((gc.groups as J).nodes).toEqual(groups.map((g) => ({ slug: g.slug, name: g.name, barCount: g.bar_count })));
 

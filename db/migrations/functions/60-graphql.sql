@@ -29,6 +29,25 @@ end
 $$;
 
 revoke all on function api.graphql_bar_posts(text, integer, integer) from public;
+-- The full form of events (GET events' items) by id, for an event reached through a short form
+-- (a bar's detail, events today, the feed): [event or nothing] in the order of p_ids.
+create or replace function api.graphql_events(p_ids text[]) returns json
+  language plpgsql stable security definer
+  set search_path = private, public, pg_temp
+  set jit = off
+as $$
+begin
+  return (
+    select coalesce(json_agg(private.events_page_json(array[e.id], c) -> 0 order by u.n), '[]'::json)
+    from unnest(p_ids[1:100]) with ordinality u(id, n)
+    join private.events e on e.id = private.bar_id_or_null(u.id)  -- (any numeric id text, else null)
+    join private.bars b on b.id = e.bar_id
+    join private.cities c on c.id = b.city_id);
+end
+$$;
+
+revoke all on function api.graphql_events(text[]) from public;
+
 
 -- The role the GraphQL endpoint runs as (created in the graphql migration) may execute only what
 -- the schema serves, whatever their signatures are. (Before that migration has run there is
@@ -42,7 +61,7 @@ begin
     select p.oid::regprocedure from pg_proc p
     where p.pronamespace = 'api'::regnamespace
       and p.proname in ('bar', 'bars', 'bars_by_city', 'events', 'posts', 'feed', 'search',
-                        'categories', 'cities', 'groups', 'graphql_bar_posts')
+                        'categories', 'cities', 'groups', 'graphql_bar_posts', 'graphql_events')
   loop
     execute format('grant execute on function %s to bar_partner_graphql', f);
   end loop;
