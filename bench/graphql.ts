@@ -166,20 +166,29 @@ export async function graphqlPhase(args: {
     const gqlBody = () => JSON.stringify({ query: BAR_QUERY, variables: { id: pick() } });
     await runLoad({ url: server.url, nextPath: rest, connections: 10, duration: 1, headers });
     await graphqlLoad({ url: server.url, connections: 10, duration: 1, headers, nextBody: gqlBody });
-    const restBar = await runLoad({
-      url: server.url,
-      nextPath: rest,
-      connections: args.connections,
-      duration: args.duration,
-      headers,
+    // REST and GraphQL alternate (two runs each, half the duration): a shared machine's load drifts
+    const runs: { rest: LoadResult[]; gql: LoadResult[] } = { rest: [], gql: [] };
+    for (let round = 0; round < 2; round++) {
+      const duration = Math.max(1, Math.round(args.duration / 2));
+      runs.rest.push(
+        await runLoad({ url: server.url, nextPath: rest, connections: args.connections, duration, headers }),
+      );
+      runs.gql.push(
+        await graphqlLoad({ url: server.url, connections: args.connections, duration, headers, nextBody: gqlBody }),
+      );
+    }
+    const combine = (rs: LoadResult[]): LoadResult => ({
+      rps: mean(rs.map((r) => r.rps)),
+      p50: mean(rs.map((r) => r.p50)),
+      p90: mean(rs.map((r) => r.p90)),
+      p99: Math.max(...rs.map((r) => r.p99)),
+      max: Math.max(...rs.map((r) => r.max)),
+      errors: rs.reduce((n, r) => n + r.errors, 0),
+      non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+      total: rs.reduce((n, r) => n + r.total, 0),
     });
-    const gqlBar = await graphqlLoad({
-      url: server.url,
-      connections: args.connections,
-      duration: args.duration,
-      headers,
-      nextBody: gqlBody,
-    });
+    const restBar = combine(runs.rest);
+    const gqlBar = combine(runs.gql);
 
     // A city page, one request after another (a partner's page build).
     const get = async (path: string) => {
