@@ -30,6 +30,8 @@ export interface Cost {
   nodes: number;
   connections: number;
   points: number;
+  /** Some `first` came from a variable (else the cost is the document's own, the same every time). */
+  variable: boolean;
 }
 
 /** A bound the document breaks (reported before execution, charging nothing for the node limit). */
@@ -53,6 +55,7 @@ export function queryCost(
   variables: Record<string, unknown>,
 ): Cost {
   type Measure = { nodes: number; connections: number };
+  let variable = false;
   const fragmentCost = new Map<string, Measure>();
   const inProgress = new Set<string>();
 
@@ -74,6 +77,7 @@ export function queryCost(
         if (isConnection(type)) {
           const arg = selection.arguments?.find((a) => a.name.value === 'first');
           const argDef = def.args.find((a) => a.name === 'first');
+          if (arg?.value.kind === Kind.VARIABLE) variable = true;
           const n = arg && argDef ? (valueFromAST(arg.value, argDef.type, variables) as unknown) : undefined;
           if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_FIRST)
             throw new CostError(
@@ -114,5 +118,5 @@ export function queryCost(
       `This query requests up to ${nodes} nodes, which exceeds the node limit of ${NODE_LIMIT}; lower the first arguments`,
       'MAX_NODE_LIMIT_EXCEEDED',
     );
-  return { nodes, connections, points: Math.max(1, Math.ceil(connections / 100)) };
+  return { nodes, connections, points: Math.max(1, Math.ceil(connections / 100)), variable };
 }

@@ -143,6 +143,9 @@ function parseAndValidate(schema: GraphQLSchema, text: string): DocumentNode | R
   return document;
 }
 
+/** The cost of a cached document's operation whose connections' `first` are all literals. */
+const constantCosts = new WeakMap<OperationDefinitionNode, Cost>();
+
 export function prepareQuery(
   schema: GraphQLSchema,
   method: string,
@@ -175,14 +178,17 @@ export function prepareQuery(
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], params.variables, { maxErrors: 5 });
   if (coerced.errors) throw reject('BAD_USER_INPUT', coerced.errors.map((e) => e.message).join('; '));
 
-  const fragments: Record<string, FragmentDefinitionNode> = {};
-  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments[def.name.value] = def;
-  let cost: Cost;
-  try {
-    cost = queryCost(schema, operation, fragments, coerced.coerced);
-  } catch (e) {
-    if (e instanceof CostError) throw reject(e.code, e.message, 400, e.code === 'MAX_NODE_LIMIT_EXCEEDED' ? 0 : 1);
-    throw e;
+  let cost = constantCosts.get(operation);
+  if (!cost) {
+    const fragments: Record<string, FragmentDefinitionNode> = {};
+    for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments[def.name.value] = def;
+    try {
+      cost = queryCost(schema, operation, fragments, coerced.coerced);
+    } catch (e) {
+      if (e instanceof CostError) throw reject(e.code, e.message, 400, e.code === 'MAX_NODE_LIMIT_EXCEEDED' ? 0 : 1);
+      throw e;
+    }
+    if (!cost.variable) constantCosts.set(operation, cost);
   }
   return { document, operation, operationName: params.operationName, variables: coerced.coerced, cost };
 }

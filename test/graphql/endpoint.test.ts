@@ -192,6 +192,17 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
     expect((await counter(graphqlRejections, 'MAX_NODE_LIMIT_EXCEEDED')) - rejectedBefore).toBe(1);
   });
 
+  test('first from variables counts with its value, per request (the same document twice)', async () => {
+    const q = 'query Q($n: Int!) { bars(first: $n) { nodes { events(first: $n) { totalCount } } } }';
+    const small = await gql(partner.app, key, q, { n: 10 });
+    expect((small.body as Body).extensions!.cost.requestedPoints).toBe(1); // 1 + 10 connections
+    const big = await gql(partner.app, key, q, { n: 100 }); // 100 + 100 * 100 nodes
+    expect(big.status).toBe(400);
+    expect((big.body as Body).errors![0]!.extensions.code).toBe('MAX_NODE_LIMIT_EXCEEDED');
+    const wrong = await gql(partner.app, key, q, { n: 0 });
+    expect((wrong.body as Body).errors![0]!.message).toMatch(/first .*between 1 and 100 \(got 0\)/);
+  });
+
   test('429 when the points do not fit (nothing charged); usage records graphql with its points; alerts fire', async () => {
     const plan = await createPlan(db.owner, 10);
     const k = await issueKey(db.owner, { plan });
