@@ -110,7 +110,14 @@ async function memoryOfTenThousandNodes(databaseUrl: string) {
       document,
       contextValue: {
         data: new RequestData(pool),
-        rateLimit: () => ({ cost: 1, limit: -1, remaining: -1, resetAt: new Date().toISOString() }),
+        rateLimit: () => ({
+          cost: 1,
+          limit: -1,
+          remaining: -1,
+          used: 0,
+          resetAt: new Date().toISOString(),
+          nodeCount: 0,
+        }),
       },
     });
     return JSON.stringify(result).length;

@@ -72,13 +72,17 @@ function send(res: Response, status: number, body: unknown, accept: string | und
 }
 
 /** The general rate-limit triple the limiter wrote (X-RateLimit-*), as GitHub's rateLimit object. */
-function rateLimitOf(res: Response, cost: number): RateLimitView {
+function rateLimitOf(res: Response, cost: { points: number; nodes: number }): RateLimitView {
   const reset = Number(res.getHeader('X-RateLimit-Reset') ?? 0);
+  const limit = Number(res.getHeader('X-RateLimit-Limit') ?? -1);
+  const remaining = Number(res.getHeader('X-RateLimit-Remaining') ?? -1);
   return {
-    cost,
-    limit: Number(res.getHeader('X-RateLimit-Limit') ?? -1),
-    remaining: Number(res.getHeader('X-RateLimit-Remaining') ?? -1),
+    cost: cost.points,
+    limit,
+    remaining,
+    used: limit < 0 ? 0 : limit - remaining,
     resetAt: new Date(reset * 1000).toISOString(),
+    nodeCount: cost.nodes,
   };
 }
 
@@ -186,7 +190,7 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
       );
     }
     const prepared = l.prepared!;
-    const rate = rateLimitOf(res, prepared.cost.points);
+    const rate = rateLimitOf(res, prepared.cost);
     graphqlRequests.inc();
     graphqlPoints.inc(prepared.cost.points);
     const context: GraphqlContext = { data: new RequestData(options.pool), rateLimit: () => rate };

@@ -26,7 +26,9 @@ export interface RateLimitView {
   cost: number;
   limit: number;
   remaining: number;
+  used: number;
   resetAt: string;
+  nodeCount: number;
 }
 
 export interface GraphqlContext {

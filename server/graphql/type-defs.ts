@@ -288,8 +288,14 @@ export const TYPE_DEFS = /* GraphQL */ `
     cost: Int!
     "The limit of your most constrained bucket (-1 when every bucket is unlimited)."
     limit: Int!
+    "Requests (points) left in that bucket (-1 when unlimited)."
     remaining: Int!
+    "Requests (points) used in that bucket's window (0 when unlimited)."
+    used: Int!
+    "When that bucket's window resets (ISO 8601)."
     resetAt: String!
+    "The query's node count (at most the node limit, 10,000)."
+    nodeCount: Int!
   }
 
   type BarConnection {

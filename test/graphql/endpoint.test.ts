@@ -59,7 +59,7 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
     const res = await gql(
       partner.app,
       key,
-      '{ categories(first: 2) { totalCount nodes { slug } } rateLimit { cost limit remaining resetAt } }',
+      '{ categories(first: 2) { totalCount nodes { slug } } rateLimit { cost limit remaining used resetAt nodeCount } }',
     );
     expect(res.status).toBe(200);
     const body = res.body as Body;
@@ -70,8 +70,17 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
       nodeLimit: 10000,
       remaining: Number(res.headers['x-ratelimit-remaining']),
     });
-    const rate = body.data!.rateLimit as { cost: number; limit: number; remaining: number; resetAt: string };
+    const rate = body.data!.rateLimit as {
+      cost: number;
+      limit: number;
+      remaining: number;
+      used: number;
+      resetAt: string;
+      nodeCount: number;
+    };
     expect(rate.cost).toBe(1);
+    expect(rate.nodeCount).toBe(2);
+    expect(rate.used).toBe(600 - rate.remaining);
     expect(rate.limit).toBe(600);
     expect(rate.remaining).toBe(Number(res.headers['x-ratelimit-remaining']));
     expect(Date.parse(rate.resetAt) / 1000).toBe(Number(res.headers['x-ratelimit-reset']));
