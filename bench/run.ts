@@ -13,6 +13,7 @@ import pg from 'pg';
 import { parseBenchArgs, usage, type BenchArgs } from './args';
 import { timeCalls, type Timing } from './db-time';
 import { explainWorstCases } from './explain';
+import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
 import { startBareServer, startFullServer } from './servers';
 import { prepareDatabase } from './setup';
@@ -275,6 +276,8 @@ async function main(): Promise<void> {
   if (args.db) all.db = await dbPhase(args, list);
   if (args.http) all.http = await httpPhase(args, list, db.apiKey, poolMax);
   if (args.ratio) all.ratio = await ratioPhase(args, list, db.apiKey, poolMax);
+  if (!args.only || args.only.includes('graphql'))
+    all.graphql = await graphqlPhase({ ...args, apiKey: db.apiKey, poolMax }); // bench/graphql.ts
 
   const out = path.resolve(__dirname, '../../bench/results');
   fs.mkdirSync(out, { recursive: true });

@@ -35,6 +35,16 @@ for path in test_endpoint "search?q=tavern" "bars?limit=5"; do
   [ "$status" = 200 ] || { cat "$LOG"; echo "smoke: expected 200" >&2; kill -TERM -"$PID" || true; exit 1; }
 done
 
+# The README's first GraphQL query (needs the bar_partner_graphql role of migration current/20-graphql.sql, once committed).
+body=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d '{"query":"{ city(state: \"NY\", name: \"New York City\") { bars(first: 3) { totalCount nodes { name occupancy { status } events(first: 2) { nodes { title startAt } } } } } rateLimit { cost remaining resetAt } }"}' \
+  "http://127.0.0.1:$PORT/api/v1/partner/graphql")
+echo "smoke: POST graphql with a key -> ${body:0:60}"
+case "$body" in
+  '{"data":{"city":{"bars":{"totalCount":'*) ;;
+  *) cat "$LOG"; echo "smoke: expected the README's GraphQL answer" >&2; kill -TERM -"$PID" || true; exit 1 ;;
+esac
+
 # Signal the server process alone (as an orchestrator would): it must stop its own PostgreSQL.
 NODE_PID=$(pgrep -g "$PID" -f '^node dist/server/main.js' | head -1)
 kill -TERM "$NODE_PID"

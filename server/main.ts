@@ -30,6 +30,8 @@ import { postgresCheck } from './http/health';
 import { createRedisClient, redisTarget } from './redis';
 import { createPartnerGuard } from './credentials/guard';
 import { createPartnerApp } from './http/app';
+import { createGraphqlPool } from './graphql/pool';
+import { graphqlRoutes } from './graphql/endpoint';
 import { RedisExportSlots } from './http/routes/export';
 import { createPartnerServer } from './http/server';
 import { createLogger, type Logger } from './log';
@@ -238,11 +240,15 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
   const exportRedisTarget = redisTarget(config.redisUrl, config.redisClusterNodes.join(','));
   const exportRedis = exportRedisTarget ? createRedisClient(exportRedisTarget, logger) : undefined;
   if (exportRedis) cleanups.push({ name: 'export slots', run: async () => void (await exportRedis.quit()) });
+  const graphqlPool = createGraphqlPool(dbUrl, config);
+  cleanups.push({ name: 'GraphQL pool', run: () => graphqlPool.end() });
+  trackPool('graphql', graphqlPool);
   const app = createPartnerApp({
     config,
     logger,
     pool: reads,
     guard: guard.handlers,
+    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger }),
     // exports read the primary: the watermark needs the writers' pg_stat_activity, a replica may lag
     export: { pool, slots: exportRedis ? new RedisExportSlots(exportRedis, { logger }) : undefined },
     email: { linkKey: config.email.linkKey, pool }, // unsubscribe links: a write, on the primary

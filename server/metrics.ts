@@ -118,3 +118,21 @@ function collectPools(): void {
 export async function metricsText(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
 }
+
+/** Partner GraphQL (beta): queries run, points charged, and documents rejected before execution by reason. */
+export const graphqlRequests = new Counter({
+  name: 'partner_graphql_requests_total',
+  help: 'Partner GraphQL queries executed',
+  registers: [registry],
+});
+export const graphqlPoints = new Counter({
+  name: 'partner_graphql_points_total',
+  help: 'Rate-limit points charged for partner GraphQL queries',
+  registers: [registry],
+});
+export const graphqlRejections = new Counter({
+  name: 'partner_graphql_rejections_total',
+  help: 'Partner GraphQL documents rejected before execution, by error code (bounds, node limit, validation)',
+  labelNames: ['code'] as const,
+  registers: [registry],
+});

@@ -54,6 +54,9 @@ export interface PartnerGuardOptions {
 
 export interface PartnerGuard {
   handlers: RequestHandler[];
+  /** The two halves of `handlers`, for an endpoint that weighs a request between them (GraphQL points). */
+  authenticate: RequestHandler;
+  limit: RequestHandler[];
   cache: IdentityCache;
   listener: CredentialsChangeListener;
   usage: UsageRecorder;
@@ -143,11 +146,12 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       const rateLimited = res.statusCode === 429;
       if (ctx.outcome?.shared) {
         sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
-      } else if (!ctx.refunded) {
-        usage.record(identity.keyId, rateLimited ? NO_ENDPOINT : endpointOf(req), rateLimited);
+      } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
+        const endpoint = rateLimited ? NO_ENDPOINT : endpointOf(req);
+        usage.record(identity.keyId, endpoint, rateLimited, undefined, rateLimited ? 1 : (ctx.weight ?? 1));
       }
       if (rateLimited) return;
-      alerts.check(identity, limits.counted(res));
+      alerts.check(identity, limits.counted(res), ctx.weight ?? 1);
     });
   };
 
@@ -182,6 +186,8 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
 
   return {
     handlers: [authenticate, ...limits.handlers],
+    authenticate,
+    limit: limits.handlers,
     cache,
     listener,
     usage,

@@ -33,6 +33,8 @@ export interface PartnerAppDeps {
   guard: RequestHandler[];
   /** GET /readyz checks (default: PostgreSQL on `pool`) and whether shutdown began. */
   health?: { checks?: ReadinessCheck[]; draining?: () => boolean };
+  /** The GraphQL endpoint (beta; server/graphql/endpoint.ts): its own methods, body and guard order. */
+  graphql?: RequestHandler;
   /** GET export/*: the pool (the primary), concurrent-export slots (Redis), batch size (routes/export.ts). */
   export?: ExportOptions;
   /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
@@ -52,6 +54,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.use(compression({ threshold: 1024 })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
   // One-click unsubscribe from alert e-mails (RFC 8058 POST, an HTML page): no key, before the GET/JSON-only checks.
   app.use(unsubscribeRoutes({ pool: deps.email?.pool ?? deps.pool, linkKey: deps.email?.linkKey }));
+  if (deps.graphql) app.use(PARTNER_PREFIX, deps.graphql); // POST and its own Accept types: before the GET-only JSON checks
   app.use(onlyGetAndHead);
   app.use(docsRoutes()); // the HTML API reference: public, before the JSON-only Accept check
   app.use(requireJsonAcceptable);

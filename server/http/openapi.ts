@@ -5,6 +5,7 @@
  * code. Shapes follow partner-api-v1.md + decisions.md: every key always
  * present, null for an empty optional value.
  */
+import { GRAPHQL_INTRODUCTION, graphqlPaths } from '../graphql/openapi';
 import { ENDPOINTS, array, latitude, longitude, nullable, object, ref, type Endpoint, type Schema } from './endpoints';
 import { CLASSIFICATIONS } from './params';
 import { webhookOperations } from '../webhooks/openapi';
@@ -418,6 +419,7 @@ export const openApiDocument = {
       'Only application/json is served (406 otherwise). Every response carries `X-Request-Id`; error bodies are',
       '`{"error": ..., "request_id": ...}`. Null marks an empty optional value; every key is always present.',
       'Timestamps are UTC `YYYY-MM-DDTHH:MM:SSZ`; "today", "open now" and date-only bounds are in the city\'s time zone.',
+      GRAPHQL_INTRODUCTION, // server/graphql/openapi.ts
     ].join(' '),
   },
   jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
@@ -425,6 +427,7 @@ export const openApiDocument = {
   security,
   paths: {
     ...Object.fromEntries(ENDPOINTS.map((e) => [e.path, operation(e)])),
+    ...graphqlPaths, // the GraphQL endpoint (beta): server/graphql/openapi.ts
     '/docs': {
       get: {
         operationId: 'docs',

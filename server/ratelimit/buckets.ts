@@ -36,9 +36,11 @@ const LETTER: Record<Bucket, string> = { minute: 'm', day: 'd', month: 'M' };
 
 export const BUCKETS_LUA = `
 -- KEYS: minute, day, month counters; usage hash
--- ARGV: limits (-1 = unlimited) x3, counter expiry (ms since epoch) x3, usage field, usage expiry, op, now (ms)
+-- ARGV: limits (-1 = unlimited) x3, counter expiry (ms since epoch) x3, usage field, usage expiry, op, now (ms),
+--       weight (requests this one counts as: a GraphQL query's points; 0 counts nothing and refuses nothing)
 -- The usage hash also holds '#v' (a version bumped by every change, for idempotent flushes) and '#t' (last use).
 local op = ARGV[9]
+local weight = tonumber(ARGV[11] or '1')
 local counts = {0, 0, 0}
 if redis.call('HINCRBY', KEYS[4], '#v', 1) == 1 then redis.call('PEXPIREAT', KEYS[4], ARGV[8]) end
 if op == 'refund' then
@@ -56,18 +58,20 @@ for i = 1, 3 do
   local limit = tonumber(ARGV[i])
   if limit >= 0 then
     counts[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
-    if rejected == 0 and counts[i] >= limit then rejected = i end
+    if rejected == 0 and weight > 0 and counts[i] + weight > limit then rejected = i end
   end
 end
 if rejected == 0 then
-  for i = 1, 3 do
-    if tonumber(ARGV[i]) >= 0 then
-      counts[i] = redis.call('INCR', KEYS[i])
-      if counts[i] == 1 then redis.call('PEXPIREAT', KEYS[i], ARGV[3 + i]) end
+  if weight > 0 then
+    for i = 1, 3 do
+      if tonumber(ARGV[i]) >= 0 then
+        if weight == 1 then counts[i] = redis.call('INCR', KEYS[i]) else counts[i] = redis.call('INCRBY', KEYS[i], weight) end
+        if counts[i] == weight then redis.call('PEXPIREAT', KEYS[i], ARGV[3 + i]) end
+      end
     end
+    redis.call('HINCRBY', KEYS[4], ARGV[7], weight)
+    redis.call('HSET', KEYS[4], '#t', ARGV[10])
   end
-  redis.call('HINCRBY', KEYS[4], ARGV[7], 1)
-  redis.call('HSET', KEYS[4], '#t', ARGV[10])
 else
   redis.call('HINCRBY', KEYS[4], '${RATE_LIMITED_FIELD}', 1)
 end
@@ -118,7 +122,13 @@ export function usageKey(prefix: string, keyId: string, day: string): string {
   return `${prefix}{${keyId}}:u:${day}`;
 }
 
-function args(limits: PlanLimits, w: Windows, field: string, op: 'hit' | 'refund'): (string | number)[] {
+function args(
+  limits: PlanLimits,
+  w: Windows,
+  field: string,
+  op: 'hit' | 'refund',
+  weight: number,
+): (string | number)[] {
   return [
     ...BUCKETS.map((b) => limits[b] ?? -1),
     ...BUCKETS.map((b) => w.end[b] + 1000),
@@ -126,6 +136,7 @@ function args(limits: PlanLimits, w: Windows, field: string, op: 'hit' | 'refund
     Date.parse(`${w.day}T00:00:00Z`) + 86_400_000 + USAGE_TTL_AFTER_DAY_MS,
     op,
     Date.now(),
+    weight,
   ];
 }
 
@@ -143,10 +154,11 @@ export async function evaluateShared(
   w: Windows,
   field: string,
   op: 'hit' | 'refund' = 'hit',
+  weight = 1,
 ): Promise<Outcome> {
   const reply = await (redis as unknown as WithBuckets).pbapiBuckets(
     ...keysFor(prefix, keyId, w),
-    ...args(limits, w, field, op),
+    ...args(limits, w, field, op, weight),
   );
   return outcome(reply, true);
 }
@@ -161,7 +173,7 @@ export class LocalBuckets {
     this.sweeper.unref();
   }
 
-  evaluate(keyId: string, limits: PlanLimits, w: Windows, op: 'hit' | 'refund' = 'hit'): Outcome {
+  evaluate(keyId: string, limits: PlanLimits, w: Windows, op: 'hit' | 'refund' = 'hit', weight = 1): Outcome {
     const keys = keysFor('', keyId, w);
     const used = { minute: 0, day: 0, month: 0 } as Record<Bucket, number>;
     const counter = (i: number) => this.counters.get(keys[i]!);
@@ -177,14 +189,14 @@ export class LocalBuckets {
       const limit = limits[b];
       if (limit === null) return;
       used[b] = counter(i)?.hits ?? 0;
-      if (!rejectedBy && used[b] >= limit) rejectedBy = b;
+      if (!rejectedBy && weight > 0 && used[b] + weight > limit) rejectedBy = b;
     });
-    if (!rejectedBy) {
+    if (!rejectedBy && weight > 0) {
       BUCKETS.forEach((b, i) => {
         if (limits[b] === null) return;
         let c = counter(i);
         if (!c) this.counters.set(keys[i]!, (c = { hits: 0, expires: w.end[b] }));
-        used[b] = ++c.hits;
+        used[b] = c.hits += weight;
       });
     }
     return { rejectedBy, used, shared: false };

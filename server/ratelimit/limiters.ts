@@ -55,6 +55,8 @@ export interface RateLimitContext {
   outcome?: Outcome;
   /** Set once refund() ran. */
   refunded?: boolean;
+  /** Requests this one counts as (default 1): a GraphQL query's points; 0 counts nothing (a rejected query). */
+  weight?: number;
   /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
   refund?: () => Promise<void>;
 }
@@ -147,7 +149,9 @@ class ThreeBucketStore {
     if (redis && breaker && shared && !breaker.available) breaker.noteFallback();
     else if (redis && breaker && shared) {
       try {
-        return await breaker.run(() => evaluateShared(redis, redisPrefix, ctx.keyId, ctx.limits, w, ctx.endpoint!, op));
+        return await breaker.run(() =>
+          evaluateShared(redis, redisPrefix, ctx.keyId, ctx.limits, w, ctx.endpoint!, op, ctx.weight ?? 1),
+        );
       } catch (err) {
         logger.warn(
           { err: { message: (err as Error).message } },
@@ -155,7 +159,7 @@ class ThreeBucketStore {
         );
       }
     }
-    return this.local.evaluate(ctx.keyId, ctx.limits, w, op);
+    return this.local.evaluate(ctx.keyId, ctx.limits, w, op, ctx.weight ?? 1);
   }
 
   /** The buckets' counts without counting this request (GET usage): Redis when available, else in process. */

@@ -41,11 +41,15 @@ export class UsageAlerts {
     private readonly logger: Logger,
   ) {}
 
-  /** Called when a request was served, with the counts it brought its buckets to. */
-  check(identity: { keyId: string; subscriberId: string }, uses: BucketUse[]): void {
+  /**
+   * Called when a request was served, with the counts it brought its buckets to; `weight`: what it
+   * counted as (a GraphQL query's points), so a threshold it stepped over is reached too.
+   */
+  check(identity: { keyId: string; subscriberId: string }, uses: BucketUse[], weight = 1): void {
     for (const use of uses) {
       for (const { level, share } of ALERT_LEVELS) {
-        if (use.used !== threshold(use.limit, share)) continue;
+        const t = threshold(use.limit, share);
+        if (!(use.used >= t && use.used - weight < t)) continue;
         const start = windowStart(use.bucket, use.resetTime.getTime() - 1);
         const write = this.record(identity, use, start, level);
         this.inFlight.add(write);

@@ -41,7 +41,8 @@ export class UsageRecorder {
     return n;
   }
 
-  record(keyId: string, endpoint: string, rateLimited: boolean, at = new Date()): void {
+  /** `requests`: what the request counts as (a GraphQL query: its points). */
+  record(keyId: string, endpoint: string, rateLimited: boolean, at = new Date(), requests = 1): void {
     const iso = at.toISOString();
     const day = iso.slice(0, 10);
     const id = `${day}|${keyId}|${endpoint}`;
@@ -52,7 +53,7 @@ export class UsageRecorder {
         (counter = { day, key_id: keyId, endpoint, requests: 0, rate_limited: 0, last_used_at: iso }),
       );
     if (rateLimited) counter.rate_limited++;
-    else counter.requests++;
+    else counter.requests += requests;
     if (iso > counter.last_used_at) counter.last_used_at = iso;
   }
 

@@ -1,0 +1,283 @@
+/**
+ * The partner GraphQL endpoint (beta) on the partner listener, mounted under
+ * /api/v1/partner:
+ *
+ *   graphql                 GET (queries) and POST; other methods 405
+ *   graphql/schema.graphql  the published SDL (public)
+ *   graphql/explorer        ruru (GraphiQL) from the npm package (public page; queries need a key)
+ *
+ * A request goes: key checks (the REST guard's authentication: same key
+ * forms, states, failed-auth block and error bodies) -> document (bounds,
+ * validation, cost; document.ts) -> the REST guard's limiter, charged the
+ * query's points -> execution (grafast) with `extensions.cost`. Nothing reads
+ * the database before the limiter has counted the points.
+ */
+import '../operator/graphile-env'; // before grafast is loaded
+import '../operator/node20-compat';
+import path from 'node:path';
+import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import { execute } from 'postgraphile/grafast';
+import { GraphQLError, printSchema, type ExecutionResult, type GraphQLSchema } from 'postgraphile/graphql';
+import { ruruHTML } from 'ruru/server';
+import type { Pool } from '../db/pools';
+import { sendPublic, strongEtag } from '../http/caching';
+import { isDatabaseUnavailable } from '../http/errors';
+import { keyHeaderHygiene } from '../http/input-hygiene';
+import { PARTNER_PREFIX } from '../http/partner';
+import type { Logger } from '../log';
+import { graphqlPoints, graphqlRejections, graphqlRequests } from '../metrics';
+import { rateLimitContext } from '../ratelimit/limiters';
+import { RequestData } from './data';
+import { prepareQuery, Rejection, requestParams, type PreparedQuery } from './document';
+import { NODE_LIMIT } from './cost';
+import { makePartnerSchema, type GraphqlContext, type RateLimitView } from './schema';
+
+/** Routes are relative to the partner prefix (usage counts the endpoint as 'graphql'). */
+const ROUTE = '/graphql';
+export const GRAPHQL_PATH = `${PARTNER_PREFIX}${ROUTE}`;
+export const SCHEMA_PATH = `${GRAPHQL_PATH}/schema.graphql`;
+export const EXPLORER_PATH = `${GRAPHQL_PATH}/explorer`;
+const EXPLORER_STATIC = `${EXPLORER_PATH}/static/`;
+export const GRAPHQL_ROLE = 'bar_partner_graphql';
+const MAX_BODY = '64kb'; // the query's own bound (10,000 bytes) is checked on the text
+
+export interface GraphqlEndpointOptions {
+  /** Connections as bar_partner_graphql: may execute only the api functions the schema serves. */
+  pool: Pool;
+  /** The REST guard's two halves. */
+  guard: { authenticate: RequestHandler; limit: RequestHandler[] };
+  logger: Logger;
+}
+
+let schemaSingleton: GraphQLSchema | undefined;
+export function partnerSchema(): GraphQLSchema {
+  return (schemaSingleton ??= makePartnerSchema());
+}
+export function partnerSdl(): string {
+  return printSchema(partnerSchema());
+}
+
+interface GraphqlLocals {
+  prepared?: PreparedQuery;
+  rejection?: Rejection;
+}
+const locals = (res: Response): GraphqlLocals => ((res.locals.graphql as GraphqlLocals | undefined) ??= {});
+
+function send(res: Response, status: number, body: unknown, accept: string | undefined): void {
+  const type =
+    accept && /application\/graphql-response\+json/i.test(accept)
+      ? 'application/graphql-response+json'
+      : 'application/json';
+  res.status(status).type(type).send(JSON.stringify(body));
+}
+
+/** The general rate-limit triple the limiter wrote (X-RateLimit-*), as GitHub's rateLimit object. */
+function rateLimitOf(res: Response, cost: { points: number; nodes: number }): RateLimitView {
+  const reset = Number(res.getHeader('X-RateLimit-Reset') ?? 0);
+  const limit = Number(res.getHeader('X-RateLimit-Limit') ?? -1);
+  const remaining = Number(res.getHeader('X-RateLimit-Remaining') ?? -1);
+  return {
+    cost: cost.points,
+    limit,
+    remaining,
+    used: limit < 0 ? 0 : limit - remaining,
+    resetAt: new Date(reset * 1000).toISOString(),
+    nodeCount: cost.nodes,
+  };
+}
+
+export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
+  const { logger } = options;
+  const schema = partnerSchema();
+  const router = Router();
+  const sdl = printSchema(schema);
+  const sdlEtag = strongEtag(sdl);
+  const beta: RequestHandler = (_req, res, next) => {
+    res.setHeader('X-API-Beta', 'graphql');
+    next();
+  };
+
+  router.get(`${ROUTE}/schema.graphql`, beta, (req, res) =>
+    sendPublic(req, res, 'text/plain; charset=utf-8', sdl, sdlEtag),
+  );
+
+  const explorer = ruruHTML({
+    staticPath: EXPLORER_STATIC,
+    endpoint: GRAPHQL_PATH,
+    clientConfig: {
+      initialHeaders: JSON.stringify({ Authorization: 'Bearer <your API key>' }, null, 2),
+      isHeadersEditorEnabled: true,
+      defaultQuery: `# Put your key in the Headers pane below, then run this query.
+{
+  city(state: "NY", name: "New York City") {
+    name
+    bars(first: 5) {
+      totalCount
+      nodes { id name googleRating occupancy { status } events(first: 3) { nodes { title startAt } } }
+    }
+  }
+  rateLimit { cost limit remaining resetAt }
+}
+`,
+    },
+  } as Parameters<typeof ruruHTML>[0]);
+  const explorerEtag = strongEtag(explorer);
+  router.get(`${ROUTE}/explorer`, beta, (req, res) =>
+    sendPublic(req, res, 'text/html; charset=utf-8', explorer, explorerEtag),
+  );
+  // ruru's bundle as files of the npm package (no CDN; its own loader imports them dynamically)
+  const assets = express.static(path.join(path.dirname(require.resolve('ruru')), '..', 'static'), {
+    index: false,
+    fallthrough: false,
+    maxAge: '1h',
+  });
+  router.use(`${ROUTE}/explorer/static`, beta, assets);
+
+  const methods: RequestHandler = (req, res, next) => {
+    if (req.method === 'GET' || req.method === 'POST') return next();
+    res.setHeader('Allow', 'GET, POST');
+    res
+      .status(405)
+      .type('application/json')
+      .send(
+        JSON.stringify({
+          error: `Method ${req.method} is not allowed; the GraphQL endpoint accepts GET (queries) and POST`,
+          request_id: res.locals.requestId,
+        }),
+      );
+  };
+
+  const body = express.json({ limit: MAX_BODY, type: () => true, strict: false });
+  const readBody: RequestHandler = (req, res, next) => (req.method === 'POST' ? body(req, res, next) : next());
+  const unreadableBody: ErrorRequestHandler = (err, _req, res, next) => {
+    const tooLarge = (err as { type?: string }).type === 'entity.too.large';
+    locals(res).rejection = tooLarge
+      ? new Rejection(413, 'REQUEST_TOO_LARGE', `The request body is over the limit of ${MAX_BODY}`)
+      : new Rejection(400, 'BAD_REQUEST', 'The body is not valid JSON');
+    next();
+  };
+
+  /** The document and its points, before the limiter counts them; nothing here reads the database. */
+  const prepare: RequestHandler = (req, res, next) => {
+    const l = locals(res);
+    if (!l.rejection) {
+      try {
+        const params = requestParams(req.method, req.body, req.query as Record<string, unknown>);
+        l.prepared = prepareQuery(schema, req.method, params);
+      } catch (e) {
+        if (!(e instanceof Rejection)) return next(e);
+        l.rejection = e;
+      }
+    }
+    rateLimitContext(res).weight = l.prepared ? l.prepared.cost.points : l.rejection!.points;
+    next();
+  };
+
+  const run: RequestHandler = (req, res, next) => {
+    const l = locals(res);
+    const accept = req.get('accept');
+    const requestId = String(res.locals.requestId);
+    if (l.rejection) {
+      const r = l.rejection;
+      graphqlRejections.inc({ code: r.code });
+      res.locals.errorMessage = r.message;
+      for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+      return send(
+        res,
+        r.status,
+        { errors: [{ message: r.message, extensions: { code: r.code, request_id: requestId } }] },
+        accept,
+      );
+    }
+    const prepared = l.prepared!;
+    const rate = rateLimitOf(res, prepared.cost);
+    graphqlRequests.inc();
+    graphqlPoints.inc(prepared.cost.points);
+    const context: GraphqlContext = { data: new RequestData(options.pool), rateLimit: () => rate };
+    Promise.resolve(
+      execute({
+        schema,
+        document: prepared.document,
+        operationName: prepared.operationName,
+        variableValues: prepared.variables,
+        contextValue: context,
+      }),
+    )
+      .then((result) => {
+        const r = result as ExecutionResult;
+        let unavailable = false;
+        const errors = r.errors?.map((e) => {
+          const out = maskError(e, requestId, logger);
+          if (out.extensions.code === 'SERVICE_UNAVAILABLE') unavailable = true;
+          return out;
+        });
+        if (unavailable && r.data == null) res.setHeader('Retry-After', '5');
+        const cost = { requestedPoints: prepared.cost.points, nodeLimit: NODE_LIMIT, remaining: rate.remaining };
+        send(
+          res,
+          unavailable && r.data == null ? 503 : 200,
+          { ...(errors ? { errors } : {}), data: r.data ?? null, extensions: { cost } },
+          accept,
+        );
+      })
+      .catch(next);
+  };
+
+  router.all(
+    ROUTE,
+    beta,
+    methods,
+    keyHeaderHygiene,
+    options.guard.authenticate,
+    readBody,
+    unreadableBody,
+    prepare,
+    ...options.guard.limit,
+    run,
+  );
+  return router;
+}
+
+const SAFE_CODES = new Set(['BAD_USER_INPUT', 'NOT_FOUND']);
+
+/** Errors of execution as partners see them: a code and the request id, never a stack or SQL text. */
+function maskError(
+  error: GraphQLError,
+  requestId: string,
+  logger: Logger,
+): {
+  message: string;
+  path?: readonly (string | number)[];
+  locations?: unknown;
+  extensions: { code: string; request_id: string };
+} {
+  const code = error.extensions?.code;
+  const base = { path: error.path, locations: error.locations };
+  if (typeof code === 'string' && SAFE_CODES.has(code))
+    return { message: error.message, ...base, extensions: { code, request_id: requestId } };
+  const original = error.originalError ?? error;
+  if ((original as { code?: string }).code === '57014')
+    return {
+      message: 'The query took too long and was cancelled; narrow it',
+      ...base,
+      extensions: { code: 'TIMEOUT', request_id: requestId },
+    };
+  if (isDatabaseUnavailable(original)) {
+    logger.warn({ requestId, err: { message: original.message } }, 'database unavailable (GraphQL)');
+    return {
+      message: 'Service temporarily unavailable, please retry',
+      ...base,
+      extensions: { code: 'SERVICE_UNAVAILABLE', request_id: requestId },
+    };
+  }
+  if (!error.originalError) {
+    // GraphQL's own errors (e.g. a non-null field that resolved to null)
+    return { message: error.message, ...base, extensions: { code: 'GRAPHQL_ERROR', request_id: requestId } };
+  }
+  logger.error({ requestId, err: original }, 'GraphQL execution error');
+  return {
+    message: `Internal error; quote request id ${requestId}`,
+    ...base,
+    extensions: { code: 'INTERNAL_SERVER_ERROR', request_id: requestId },
+  };
+}

@@ -1,0 +1,512 @@
+/**
+ * The partner GraphQL schema (grafast): the SDL of type-defs.ts and resolvers
+ * that read the REST functions' JSON (data.ts) and map its snake_case fields to
+ * camelCase. A bar reached through a short form (an event's bar, a search
+ * match, a busiest bar) reads GET bars/:id's object for the fields that form
+ * lacks, batched per tick.
+ */
+import { makeGrafastSchema } from 'postgraphile/grafast';
+import type { GraphQLResolveInfo, GraphQLSchema } from 'postgraphile/graphql';
+import { HttpError } from '../http/errors';
+import { barFilters, LATITUDE, LONGITUDE, QueryParams, type BarFilters } from '../http/params';
+import {
+  connection,
+  notFound,
+  pagedWindow,
+  sliceConnection,
+  userError,
+  windowOf,
+  type Page,
+  type Window,
+} from './connection';
+import { SQL, type Json, type RequestData } from './data';
+import { TYPE_DEFS } from './type-defs';
+
+export interface RateLimitView {
+  cost: number;
+  limit: number;
+  remaining: number;
+  used: number;
+  resetAt: string;
+  nodeCount: number;
+}
+
+export interface GraphqlContext {
+  data: RequestData;
+  rateLimit(): RateLimitView;
+}
+
+type Args = Record<string, unknown>;
+type Resolver = (source: Json, args: Args, ctx: GraphqlContext, info: GraphQLResolveInfo) => unknown;
+
+/** The REST bounds these fields share with their REST parameters. */
+const BARS_CAP = 250; // GET bars limit maximum
+const SEARCH_CAP = 1000; // decisions.md v1.1: the 1,000 best matches at most
+const MAX_IDS = 100;
+const MAX_Q = 200;
+const RADIUS_MAX = 100;
+
+/** A REST parameter check (HttpError 400) as a GraphQL input error, the parameter named as in GraphQL. */
+function restChecked<T>(names: Record<string, string>, check: () => T): T {
+  try {
+    return check();
+  } catch (e) {
+    if (e instanceof HttpError && e.status === 400) {
+      let message = e.message;
+      for (const [rest, gql] of Object.entries(names)) message = message.replaceAll(rest, gql);
+      throw userError(message);
+    }
+    throw e;
+  }
+}
+
+const FILTER_NAMES = {
+  open_now: 'filters.openNow',
+  open_at: 'filters.openAt',
+  price_level: 'filters.priceLevels',
+  min_rating: 'filters.minRating',
+  status: 'filters.statuses',
+};
+
+/** The filters checked by REST's own barFilters (one rule for both). */
+function filtersOf(input: unknown): BarFilters {
+  const f = (input ?? {}) as {
+    openNow?: boolean | null;
+    openAt?: string | null;
+    priceLevels?: number[] | null;
+    minRating?: number | null;
+    statuses?: string[] | null;
+  };
+  const q: Record<string, string> = {};
+  if (f.openNow != null) q.open_now = String(f.openNow);
+  if (f.openAt != null) q.open_at = f.openAt;
+  if (f.priceLevels != null) q.price_level = f.priceLevels.join(',');
+  if (f.minRating != null) q.min_rating = String(f.minRating);
+  if (f.statuses != null) q.status = f.statuses.join(',');
+  return restChecked(FILTER_NAMES, () => barFilters(new QueryParams(q)));
+}
+
+function dateOf(name: string, value: unknown): string | null {
+  if (value == null) return null;
+  const rest = name === 'startDate' ? 'start_date' : 'end_date';
+  return restChecked({ [rest]: name }, () => new QueryParams({ [rest]: String(value) }).date(rest)) ?? null;
+}
+
+function checkCoordinate(name: string, value: number, rule: { min: number; max: number }): void {
+  if (!(value >= rule.min && value <= rule.max))
+    throw userError(`${name} must be a number between ${rule.min} and ${rule.max}`);
+}
+
+function checkText(name: string, value: unknown): string {
+  const text = String(value);
+  if (text.trim() === '') throw userError(`${name} must not be blank`);
+  if ([...text].length > MAX_Q) throw userError(`${name} must be at most ${MAX_Q} characters`);
+  return text;
+}
+
+function nonEmpty(name: string, value: unknown): string | null {
+  if (value == null) return null;
+  if (String(value).trim() === '') throw userError(`${name} must not be empty`);
+  return String(value);
+}
+
+/** Does the connection field select `totalCount` (fragments included)? */
+function selectsTotalCount(info: GraphQLResolveInfo): boolean {
+  const visit = (selections: readonly { kind: string }[]): boolean =>
+    selections.some((s) => {
+      const node = s as {
+        kind: string;
+        name?: { value: string };
+        selectionSet?: { selections: readonly { kind: string }[] };
+      };
+      if (node.kind === 'Field') return node.name?.value === 'totalCount';
+      if (node.kind === 'InlineFragment') return visit(node.selectionSet!.selections);
+      if (node.kind === 'FragmentSpread') {
+        const fragment = info.fragments[node.name!.value];
+        return fragment ? visit(fragment.selectionSet.selections) : false;
+      }
+      return false;
+    });
+  return info.fieldNodes.some((f) => (f.selectionSet ? visit(f.selectionSet.selections) : false));
+}
+
+// ---------------------------------------------------------------- sources
+
+/** A bar field: from the object at hand, else from GET bars/:id's object. */
+async function barValue(bar: Json, key: string, ctx: GraphqlContext): Promise<unknown> {
+  if (key in bar) return bar[key];
+  const detail = await ctx.data.barDetail(String(bar.id));
+  return detail?.[key] ?? null;
+}
+const barField =
+  (key: string): Resolver =>
+  (bar, _args, ctx) =>
+    barValue(bar, key, ctx);
+
+/** A REST page's items and total_count. */
+function page(body: Json | null, items: string, pagination = 'pagination'): Page<Json> | null {
+  if (!body) return null;
+  return {
+    items: body[items] as Json[],
+    total: (body[pagination] as { total_count: number }).total_count,
+  };
+}
+
+interface CityKey {
+  state: string;
+  name: string;
+}
+
+function cityValues(city: Json): [string, string] {
+  return [String(city.state), String(city.name)];
+}
+
+/** GET bars_by_city's first page: the city's events today and busiest bars (page-independent). */
+function cityListing(ctx: GraphqlContext, city: Json): Promise<Json | null> {
+  return ctx.data.call(SQL.barsByCity, [...cityValues(city), null, 1, 1, null, null, null, null, null]);
+}
+
+function barsByCityPage(ctx: GraphqlContext, city: CityKey, group: string | null, f: BarFilters, w: Window) {
+  return pagedWindow(w, async (p, perPage) =>
+    page(
+      await ctx.data.call(SQL.barsByCity, [
+        city.state,
+        city.name,
+        group,
+        p,
+        perPage,
+        f.openNow,
+        f.openAt,
+        f.priceLevels,
+        f.minRating,
+        f.statuses,
+      ]),
+      'bars',
+    ),
+  );
+}
+
+const eventNode = (event: Json, bar?: Json): Json => (bar && !event.bar ? { ...event, bar } : event);
+
+// ---------------------------------------------------------------- resolvers
+
+const Query: Record<string, Resolver> = {
+  async bar(_s, args, ctx) {
+    const bar = await ctx.data.bar(String(args.id));
+    if (!bar) throw notFound(`Could not resolve to a Bar with the id '${String(args.id)}'`);
+    return bar;
+  },
+
+  async bars(_s, args, ctx, info) {
+    const w = windowOf(args);
+    const ids = args.ids as string[] | null | undefined;
+    if (ids) {
+      if (ids.length > MAX_IDS) throw userError(`ids must have at most ${MAX_IDS} entries`);
+      if (ids.some((id) => id.trim() === '')) throw userError('ids must not contain empty entries');
+    }
+    const category = nonEmpty('category', args.category);
+    const near = args.near as { latitude: number; longitude: number; radiusMiles?: number | null } | null;
+    const box = args.box as {
+      corner1: { latitude: number; longitude: number };
+      corner2: { latitude: number; longitude: number };
+    } | null;
+    if (near) {
+      checkCoordinate('near.latitude', near.latitude, LATITUDE);
+      checkCoordinate('near.longitude', near.longitude, LONGITUDE);
+      if (near.radiusMiles != null && !(near.radiusMiles > 0 && near.radiusMiles <= RADIUS_MAX))
+        throw userError(`near.radiusMiles must be a number greater than 0 and at most ${RADIUS_MAX}`);
+      if (near.radiusMiles != null && box) throw userError('near.radiusMiles cannot be combined with box');
+    }
+    if (box) {
+      for (const c of ['corner1', 'corner2'] as const) {
+        checkCoordinate(`box.${c}.latitude`, box[c].latitude, LATITUDE);
+        checkCoordinate(`box.${c}.longitude`, box[c].longitude, LONGITUDE);
+      }
+    }
+    const f = filtersOf(args.filters);
+    if (w.offset >= BARS_CAP) return connection([], w, 0, false);
+    // the list ends at GET bars' 250; totalCount asks for all of them, otherwise one more than the window
+    const limit = selectsTotalCount(info) ? BARS_CAP : Math.min(BARS_CAP, w.offset + w.first + 1);
+    const body = await ctx.data.call(SQL.bars, [
+      ids ?? null,
+      category,
+      near?.latitude ?? null,
+      near?.longitude ?? null,
+      near?.radiusMiles ?? null,
+      box?.corner1.latitude ?? null,
+      box?.corner1.longitude ?? null,
+      box?.corner2.latitude ?? null,
+      box?.corner2.longitude ?? null,
+      limit,
+      f.openNow,
+      f.openAt,
+      f.priceLevels,
+      f.minRating,
+      f.statuses,
+    ]);
+    const all = ((body?.bars as Json[] | undefined) ?? []).slice(0, BARS_CAP);
+    const items = all.slice(w.offset, w.offset + w.first);
+    return connection(items, w, all.length, w.offset + items.length < all.length);
+  },
+
+  async city(_s, args, ctx) {
+    const body = await ctx.data.call(SQL.groups, [args.state, args.name]);
+    if (!body) throw notFound(`Could not resolve to a City '${String(args.state)}/${String(args.name)}'`);
+    return body.city;
+  },
+
+  async events(_s, args, ctx) {
+    const w = windowOf(args);
+    const values = [
+      args.state,
+      args.city,
+      dateOf('startDate', args.startDate),
+      dateOf('endDate', args.endDate),
+      args.classification ?? null,
+      nonEmpty('groupSlug', args.groupSlug),
+    ];
+    const p = await pagedWindow(w, async (pg, perPage) =>
+      page(await ctx.data.call(SQL.events, [...values, pg, perPage]), 'events'),
+    );
+    if (!p) throw notFound('City not found');
+    return connection(p.items, w, p.total);
+  },
+
+  async posts(_s, args, ctx) {
+    const w = windowOf(args);
+    const values = [
+      args.state,
+      args.city,
+      dateOf('startDate', args.startDate),
+      dateOf('endDate', args.endDate),
+      nonEmpty('groupSlug', args.groupSlug),
+    ];
+    const p = await pagedWindow(w, async (pg, perPage) =>
+      page(await ctx.data.call(SQL.posts, [...values, pg, perPage]), 'posts'),
+    );
+    if (!p) throw notFound('City not found');
+    return connection(p.items, w, p.total);
+  },
+
+  async feed(_s, args, ctx) {
+    const body = await ctx.data.call(SQL.feed, [args.state, args.city, 1, 1]);
+    if (!body) throw notFound('City not found');
+    return { city: body.city, state: args.state, name: args.city };
+  },
+
+  async search(_s, args, ctx) {
+    const w = windowOf(args);
+    const q = checkText('q', args.q);
+    const near = args.near as { latitude: number; longitude: number } | null;
+    if (near) {
+      checkCoordinate('near.latitude', near.latitude, LATITUDE);
+      checkCoordinate('near.longitude', near.longitude, LONGITUDE);
+    }
+    if (w.offset >= SEARCH_CAP) return connection([], w, 0, false);
+    const p = await pagedWindow(w, async (pg, perPage) =>
+      (pg - 1) * perPage >= SEARCH_CAP
+        ? { items: [], total: 0 }
+        : page(
+            await ctx.data.call(SQL.search, [
+              q,
+              near?.latitude ?? null,
+              near?.longitude ?? null,
+              pg,
+              perPage,
+              args.type ?? null,
+            ]),
+            'results',
+          ),
+    );
+    const items = p!.items.slice(0, SEARCH_CAP - w.offset);
+    return connection(items, w, p!.total, w.offset + items.length < Math.min(p!.total, SEARCH_CAP));
+  },
+
+  async categories(_s, args, ctx) {
+    const w = windowOf(args);
+    const body = await ctx.data.call(SQL.categories, []);
+    return sliceConnection((body?.categories as Json[]) ?? [], w);
+  },
+
+  async cities(_s, args, ctx) {
+    const w = windowOf(args);
+    const state = args.state == null ? null : String(args.state);
+    if (state !== null && !/^[A-Za-z]{2}$/.test(state))
+      throw userError('state must be a two-letter state abbreviation');
+    const q = args.q == null ? null : checkText('q', args.q);
+    const p = await pagedWindow(w, async (pg, perPage) =>
+      page(await ctx.data.call(SQL.cities, [state, q, pg, perPage]), 'cities'),
+    );
+    return connection(p!.items, w, p!.total);
+  },
+
+  rateLimit(_s, _a, ctx) {
+    return ctx.rateLimit();
+  },
+};
+
+const Bar: Record<string, Resolver> = {
+  id: (bar) => String(bar.id),
+  name: barField('name'),
+  address: barField('address'),
+  async city(bar, _a, ctx) {
+    const name = await barValue(bar, 'city', ctx);
+    const state = await barValue(bar, 'state', ctx);
+    return { name, state };
+  },
+  state: barField('state'),
+  zipCode: barField('zip_code'),
+  latitude: barField('latitude'),
+  longitude: barField('longitude'),
+  phone: barField('phone'),
+  website: barField('website'),
+  googleRating: barField('google_rating'),
+  googleRatingsTotal: barField('google_ratings_total'),
+  primaryCategory: barField('primary_category'),
+  async categories(bar, args, ctx) {
+    return sliceConnection(((await barValue(bar, 'categories', ctx)) as Json[]) ?? [], windowOf(args));
+  },
+  hours: barField('hours'),
+  profilePictureUrl: barField('profile_picture_url'),
+  async photos(bar, args, ctx) {
+    return sliceConnection(((await barValue(bar, 'photos', ctx)) as Json[]) ?? [], windowOf(args));
+  },
+  async occupancy(bar, _a, ctx) {
+    const occupancy = (await barValue(bar, 'occupancy', ctx)) as Json;
+    return { ...occupancy, barId: String(bar.id) };
+  },
+  description: barField('description'),
+  priceLevel: barField('price_level'),
+  async events(bar, args, ctx) {
+    const w = windowOf(args);
+    const events = ((await barValue(bar, 'events', ctx)) as Json[] | null) ?? [];
+    return sliceConnection(
+      events.map((e) => eventNode(e, bar)),
+      w,
+    );
+  },
+  async posts(bar, args, ctx) {
+    const w = windowOf(args);
+    const body = await ctx.data.call(SQL.barPosts, [String(bar.id), w.first, w.offset]);
+    if (!body) return connection([], w, 0);
+    return connection(body.posts as Json[], w, body.total_count as number);
+  },
+};
+
+const Category: Record<string, Resolver> = {
+  barCount: (c) => c.bar_count ?? null,
+};
+
+const Occupancy: Record<string, Resolver> = {
+  currentIntensity: (o) => o.current_intensity,
+  async hourly(o, _a, ctx) {
+    if (o.hourly_data) return o.hourly_data;
+    const detail = await ctx.data.barDetail(String(o.barId));
+    return (detail?.occupancy as Json | undefined)?.hourly_data ?? [];
+  },
+};
+
+const City: Record<string, Resolver> = {
+  async bars(city, args, ctx) {
+    const w = windowOf(args);
+    const f = filtersOf(args.filters);
+    const group = nonEmpty('groupSlug', args.groupSlug);
+    const [state, name] = cityValues(city);
+    const p = await barsByCityPage(ctx, { state, name }, group, f, w);
+    if (!p) throw notFound('City not found');
+    return connection(p.items, w, p.total);
+  },
+  async busiestBars(city, args, ctx) {
+    const w = windowOf(args);
+    const listing = await cityListing(ctx, city);
+    const busiest = ((listing?.busiest_bars as Json[] | undefined) ?? []).map((b) => ({
+      currentIntensity: b.current_intensity,
+      bar: { id: b.id, name: b.name },
+    }));
+    return sliceConnection(busiest, w);
+  },
+  async eventsToday(city, args, ctx) {
+    const w = windowOf(args);
+    const listing = await cityListing(ctx, city);
+    return sliceConnection((listing?.events_today as Json[] | undefined) ?? [], w);
+  },
+  async groups(city, args, ctx) {
+    const w = windowOf(args);
+    const body = await ctx.data.call(SQL.groups, cityValues(city));
+    return sliceConnection(
+      ((body?.groups as Json[] | undefined) ?? []).map((g) => ({ ...g, barCount: g.bar_count })),
+      w,
+    );
+  },
+};
+
+const Event: Record<string, Resolver> = {
+  id: (e) => String(e.id),
+  title: (e) => e.title ?? e.name,
+  name: (e) => e.name ?? e.title,
+  // the short forms (a bar's detail, events today, the feed) lack these: GET events' full form has them
+  classification: async (e, _a, ctx) =>
+    e.classification ?? (await ctx.data.eventFull(String(e.id)))?.classification ?? null,
+  startAt: (e) => e.start_at,
+  endAt: (e) => e.end_at,
+  createdAt: async (e, _a, ctx) => e.created_at ?? (await ctx.data.eventFull(String(e.id)))?.created_at ?? null,
+};
+
+const Post: Record<string, Resolver> = {
+  id: (p) => String(p.id),
+  text: (p) => p.text ?? p.content,
+  content: (p) => p.content ?? p.text,
+  createdAt: (p) => p.created_at,
+  user: (p) => p.user ?? null,
+  media: (p) => p.media ?? null,
+};
+
+const Feed: Record<string, Resolver> = {
+  async posts(feed, args, ctx) {
+    const w = windowOf(args);
+    const p = await pagedWindow(w, async (pg, perPage) =>
+      page(await ctx.data.call(SQL.feed, [feed.state, feed.name, pg, perPage]), 'posts', 'posts_pagination'),
+    );
+    return connection(p!.items, w, p!.total);
+  },
+  async events(feed, args, ctx) {
+    const w = windowOf(args);
+    const p = await pagedWindow(w, async (pg, perPage) =>
+      page(await ctx.data.call(SQL.feed, [feed.state, feed.name, pg, perPage]), 'events', 'events_pagination'),
+    );
+    return connection(p!.items, w, p!.total);
+  },
+};
+
+const SearchResult: Record<string, Resolver> = {
+  id: (r) => String(r.id),
+  latitude: (r) => (r.location as { coordinates: number[] }).coordinates[1] ?? null,
+  longitude: (r) => (r.location as { coordinates: number[] }).coordinates[0] ?? null,
+  address: (r) => r.address ?? null,
+  state: (r) => r.state ?? null,
+  priceLevel: (r) => r.price_level ?? null,
+  distance: (r) => r.distance ?? null,
+  imageUrl: (r) => r.image_url ?? null,
+  bar: (r) => (r.type === 'bar' ? { id: r.id, name: r.name } : null),
+};
+
+const resolvers: Record<string, Record<string, Resolver>> = {
+  Query,
+  Bar,
+  Category,
+  Occupancy,
+  City,
+  Event,
+  Post,
+  Feed,
+  SearchResult,
+};
+
+export function makePartnerSchema(): GraphQLSchema {
+  const objects: Record<string, { plans: Record<string, { resolve: Resolver }> }> = {};
+  for (const [type, fields] of Object.entries(resolvers)) {
+    objects[type] = { plans: {} };
+    for (const [field, resolve] of Object.entries(fields)) objects[type].plans[field] = { resolve };
+  }
+  return makeGrafastSchema({ typeDefs: TYPE_DEFS, objects });
+}
