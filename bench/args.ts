@@ -35,6 +35,7 @@ export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--conne
                        [--runs N] [--no-warm] [--no-pgbench]
 env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
+     BENCH_SERVER_NODE_ARGS (node flags of the full server, e.g. --cpu-prof --cpu-prof-dir=D),
      BENCH_NAMED=1 (bare server uses pg named statements)`;
 
 function positive(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
