@@ -85,6 +85,19 @@ describe('demo data generator', () => {
     expect(drift).toEqual({ n: 0, total: 300 });
   });
 
+  test('the next-events fragments the seed builds set-based equal the per-bar definition', async () => {
+    const drift = await one<{ n: number; total: number }>(
+      a,
+      `select count(*) filter (where (n.body, n.valid_until) is distinct from (f.body, f.valid_until))::int as n,
+              count(*)::int as total
+       from private.bar_next_events n cross join lateral private.bar_next_events_build(n.bar_id, n.valid_from) f`,
+    );
+    expect(drift.n).toBe(0);
+    expect(drift.total).toBe(
+      (await one<{ n: number }>(a, 'select count(distinct bar_id)::int as n from private.events')).n,
+    );
+  });
+
   test('every bar has exactly one primary category and at most three', async () => {
     const bad = await one<{ n: number }>(
       a,

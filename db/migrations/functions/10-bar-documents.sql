@@ -222,15 +222,25 @@ as $$
     set body = excluded.body, valid_from = excluded.valid_from, valid_until = excluded.valid_until;
 $$;
 
--- Every fragment from scratch (seed, backfill, TRUNCATE of events).
+-- Every fragment from scratch (seed, backfill), set-based: the same lists as
+-- private.bar_next_events_build (the seed test compares them), one sort of the
+-- upcoming events instead of a probe per bar.
 create or replace function private.bar_next_events_rebuild() returns void
   language sql volatile
 as $$
   truncate private.bar_next_events;
   insert into private.bar_next_events (bar_id, body, valid_from, valid_until)
-  select b.bar_id, f.body, now(), f.valid_until
+  select b.bar_id, coalesce(n.body, '[]'), now(), n.valid_until
   from (select distinct e.bar_id from private.events e) b
-  cross join lateral private.bar_next_events_build(b.bar_id, now()) f;
+  left join (
+    select x.bar_id, json_agg(private.event_short_json(x.ev) order by x.start_at, x.id)::text as body, min(x.end_at) as valid_until
+    from (
+      select e as ev, e.bar_id, e.start_at, e.id, e.end_at, row_number() over (partition by e.bar_id order by e.start_at, e.id) as k
+      from private.events e where e.end_at > now()
+    ) x
+    where x.k <= 10
+    group by x.bar_id
+  ) n on n.bar_id = b.bar_id;
 $$;
 
 -- Renews the fragments whose first listed event has ended; returns how many.
