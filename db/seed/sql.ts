@@ -197,8 +197,8 @@ export const occupancy = `
          pg_temp.anchor(), p.profile, p.hourly_days
   from seed_bars b
   join seed_cities c on c.no = b.city_no
-  join (select s.*, private.hourly_days_json(s.profile) as hourly_days from seed_profiles s) p
-    on p.template = b.template and p.variant = b.variant  -- hourly_days: once per profile, not per bar
+  join (select s.*, private.hourly_days_json(s.profile) as hourly_days from seed_profiles s offset 0) p
+    on p.template = b.template and p.variant = b.variant  -- hourly_days: once per profile (OFFSET 0: not per bar)
 `;
 
 export const photos = `

@@ -296,25 +296,29 @@ end $$;
 -------------------------------------------------------------------------------
 -- hourly_data per day of the week, stored with the profile (occupancy.hourly_days)
 -------------------------------------------------------------------------------
--- A bulk load with private.defer_bar_live on may supply the texts itself (the seed
--- computes them once per distinct profile: 1M bars, a few hundred profiles); the
--- bar-documents drift test compares them with a recomputation.
+-- The conditions are the triggers' WHEN clauses, so the frequent updates of
+-- current_intensity alone, and a bulk load (private.defer_bar_live on) that supplies
+-- the texts itself (the seed computes them once per distinct profile: 1M bars, a few
+-- hundred profiles; the seed test compares them with a recomputation), call no
+-- function per row.
 create or replace function private.occupancy_hourly_days() returns trigger
   language plpgsql
 as $$
 begin
-  if tg_op = 'INSERT' and new.hourly_days is not null and current_setting('private.defer_bar_live', true) = 'on' then
-    return new;
-  end if;
-  if tg_op = 'INSERT' or new.weekly_profile is distinct from old.weekly_profile or new.hourly_days is null then
-    new.hourly_days := private.hourly_days_json(new.weekly_profile);
-  end if;
+  new.hourly_days := private.hourly_days_json(new.weekly_profile);
   return new;
 end
 $$;
 
-create or replace trigger occupancy_hourly_days before insert or update on private.occupancy
-  for each row execute function private.occupancy_hourly_days();
+drop trigger if exists occupancy_hourly_days on private.occupancy;
+create or replace trigger occupancy_hourly_days_ins before insert on private.occupancy
+  for each row
+  when (new.hourly_days is null or current_setting('private.defer_bar_live', true) is distinct from 'on')
+  execute function private.occupancy_hourly_days();
+create or replace trigger occupancy_hourly_days_upd before update on private.occupancy
+  for each row
+  when (new.weekly_profile is distinct from old.weekly_profile or new.hourly_days is null)
+  execute function private.occupancy_hourly_days();
 
 -- Backfill (the column's first application): one pass over the rows that lack it.
 update private.occupancy set hourly_days = private.hourly_days_json(weekly_profile) where hourly_days is null;
