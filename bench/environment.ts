@@ -72,10 +72,17 @@ export async function warm(client: pg.Client): Promise<string> {
     [HOT_TABLES],
   );
   const gb = (Number(rows[0]!.blocks) * 8192) / 1024 ** 3;
+  // what a periodic job does in production: renew the next-events fragments whose first event has ended
+  const { rows: renewed } = await client.query<{ n: number | null }>(
+    `select case when to_regprocedure('private.bar_next_events_refresh_expired()') is not null
+                 then private.bar_next_events_refresh_expired() end as n`,
+  );
+  const fragments =
+    renewed[0]?.n == null ? '' : `; ${renewed[0].n.toLocaleString('en-US')} expired next-events fragments renewed`;
   return `pg_prewarm of ${HOT_TABLES.length} hot tables and their indexes: ${gb.toFixed(1)} GB in ${(
     (Date.now() - started) /
     1000
-  ).toFixed(0)} s`;
+  ).toFixed(0)} s${fragments}`;
 }
 
 /** One pgbench run of `api.bar` with random ids (4 clients, 2 threads); TPS, or undefined without pgbench. */
