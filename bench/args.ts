@@ -22,12 +22,20 @@ export interface BenchArgs {
   ratio: boolean;
   explainDir: string;
   seed: number;
+  /** Each load phase this many times: median and min–max are printed. */
+  runs: number;
+  /** pg_prewarm of the hot relations before measuring. */
+  warm: boolean;
+  /** pgbench of api.bar (with the database phase). */
+  pgbench: boolean;
 }
 
 export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--connections N] [--rate R] [--db-samples N]
                        [--only bar,search,...] [--explain] [--explain-only] [--explain-dir D] [--no-db] [--no-http] [--no-ratio] [--seed S]
+                       [--runs N] [--no-warm] [--no-pgbench]
 env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
+     BENCH_SERVER_NODE_ARGS (node flags of the full server, e.g. --cpu-prof --cpu-prof-dir=D),
      BENCH_NAMED=1 (bare server uses pg named statements)`;
 
 function positive(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
@@ -55,6 +63,9 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       'no-ratio': { type: 'boolean' },
       'explain-dir': { type: 'string' },
       seed: { type: 'string' },
+      runs: { type: 'string' },
+      'no-warm': { type: 'boolean' },
+      'no-pgbench': { type: 'boolean' },
     },
     strict: true,
   });
@@ -77,5 +88,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
     ratio: !explainOnly && !values['no-ratio'],
     explainDir: values['explain-dir'] ?? 'docs/explain',
     seed: positive('seed', values.seed, 1),
+    runs: Math.round(positive('runs', values.runs, 3)),
+    warm: !values['no-warm'],
+    pgbench: !explainOnly && !values['no-db'] && !values['no-pgbench'],
   };
 }

@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { parseBenchArgs, usage, type BenchArgs } from './args';
 import { timeCalls, type Timing } from './db-time';
+import { gitCommit, median, medianRange, pgbenchBar, postgresSettings, warm } from './environment';
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
@@ -21,7 +22,6 @@ import { endpoints, sampleData, type Endpoint } from './workload';
 
 const PREFIX = '/api/v1/partner';
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
-const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toString() : '-');
 
 function table(head: string[], rows: (string | number)[][]): string {
   const line = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
@@ -44,11 +44,17 @@ async function redisCommands(redis: Redis): Promise<number> {
 async function dbPhase(args: BenchArgs, list: Endpoint[]) {
   const mix: Record<string, Timing> = {};
   const worst: { endpoint: string; label: string; ms: number }[] = [];
+  const mixRuns: Record<string, Timing[]> = {};
   for (const e of list) {
-    mix[e.name] = await timeCalls(
-      args.databaseUrl,
-      Array.from({ length: args.dbSamples }, () => e.next()),
-    );
+    mixRuns[e.name] = [];
+    for (let run = 0; run < args.runs; run++)
+      mixRuns[e.name]!.push(
+        await timeCalls(
+          args.databaseUrl,
+          Array.from({ length: args.dbSamples }, () => e.next()),
+        ),
+      );
+    mix[e.name] = [...mixRuns[e.name]!].sort((a, b) => a.p50 - b.p50)[Math.floor((args.runs - 1) / 2)]!;
     for (const call of e.worst) {
       const runs = [];
       for (let i = 0; i < 3; i++) runs.push((await timeCalls(args.databaseUrl, [call])).max);
@@ -56,14 +62,19 @@ async function dbPhase(args: BenchArgs, list: Endpoint[]) {
     }
   }
   console.log(
-    `\n## Database time (sequential calls on one connection, ms; realistic mix, ${args.dbSamples} calls each)\n`,
+    `\n## Database time (sequential calls on one connection, ms; realistic mix, ${args.dbSamples} calls each; median (min–max) of ${args.runs} runs)\n`,
   );
   console.log(
     table(
-      ['endpoint', 'p50', 'p90', 'p99', 'max', 'slowest call'],
+      ['endpoint', 'p50', 'p90', 'p99', 'max', 'slowest call (median run)'],
       list.map((e) => {
-        const t = mix[e.name]!;
-        return [e.name, f1(t.p50), f1(t.p90), f1(t.p99), f1(t.max), `\`${t.worst?.path ?? ''}\``];
+        const runs = mixRuns[e.name]!;
+        const of = (k: 'p50' | 'p90' | 'p99' | 'max') =>
+          medianRange(
+            runs.map((t) => t[k]),
+            1,
+          );
+        return [e.name, of('p50'), of('p90'), of('p99'), of('max'), `\`${mix[e.name]!.worst?.path ?? ''}\``];
       }),
     ),
   );
@@ -74,7 +85,7 @@ async function dbPhase(args: BenchArgs, list: Endpoint[]) {
       worst.map((w) => [w.endpoint, w.label, f1(w.ms)]),
     ),
   );
-  return { mix, worst };
+  return { mix, mixRuns, worst };
 }
 
 async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
@@ -86,40 +97,56 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
   });
   const redis = new Redis(args.redisUrl);
   const keyHeader = { authorization: `Bearer ${apiKey}` };
-  const results: Record<string, { max: LoadResult; rate: LoadResult; rateTarget: number; redisPerRequest: number }> =
-    {};
+  const results: Record<
+    string,
+    {
+      max: LoadResult;
+      rate: LoadResult;
+      rateTarget: number;
+      redisPerRequest: number;
+      maxRuns: LoadResult[];
+      rateRuns: LoadResult[];
+    }
+  > = {};
   try {
     for (const e of list) {
       const nextPath = () => PREFIX + e.next().path;
       const headers = { ...keyHeader, ...e.headers }; // e.g. Accept-Encoding of the compressed cases
       await runLoad({ url: server.url, nextPath, connections: 10, duration: 1, headers }); // warm-up
       const before = await redisCommands(redis);
-      const max = await runLoad({
-        url: server.url,
-        nextPath,
-        connections: args.connections,
-        duration: args.duration,
-        headers,
-      });
-      const redisPerRequest = ((await redisCommands(redis)) - before) / Math.max(1, max.total);
+      const maxRuns: LoadResult[] = [];
+      for (let run = 0; run < args.runs; run++)
+        maxRuns.push(
+          await runLoad({ url: server.url, nextPath, connections: args.connections, duration: args.duration, headers }),
+        );
+      const total = maxRuns.reduce((n, r) => n + r.total, 0);
+      const redisPerRequest = ((await redisCommands(redis)) - before) / Math.max(1, total);
+      const max = [...maxRuns].sort((a, b) => a.rps - b.rps)[Math.floor((args.runs - 1) / 2)]!;
       const rateTarget = Math.max(1, Math.round(args.rate || max.rps / 2));
-      const rate = await runLoad({
-        url: server.url,
-        nextPath,
-        connections: args.connections,
-        duration: args.duration,
-        rate: rateTarget,
-        headers,
-      });
-      results[e.name] = { max, rate, rateTarget, redisPerRequest };
+      const rateRuns: LoadResult[] = [];
+      for (let run = 0; run < args.runs; run++)
+        rateRuns.push(
+          await runLoad({
+            url: server.url,
+            nextPath,
+            connections: args.connections,
+            duration: args.duration,
+            rate: rateTarget,
+            headers,
+          }),
+        );
+      const rate = [...rateRuns].sort((a, b) => a.p99 - b.p99)[Math.floor((args.runs - 1) / 2)]!;
+      results[e.name] = { max, rate, rateTarget, redisPerRequest, maxRuns, rateRuns };
     }
   } finally {
     redis.disconnect();
     await server.stop();
   }
-  console.log(`\n## Full server, realistic mix (${args.connections} connections, ${args.duration} s per run)\n`);
   console.log(
-    'max = max-throughput mode; latency columns = constant-rate mode (overallRate, coordinated omission corrected) at the given rate\n',
+    `\n## Full server, realistic mix (${args.connections} connections, ${args.duration} s per run; median (min–max) of ${args.runs} runs)\n`,
+  );
+  console.log(
+    'max = max-throughput mode; latency columns = constant-rate mode (overallRate, coordinated omission corrected) at half the median max\n',
   );
   console.log(
     table(
@@ -137,17 +164,25 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
       ],
       list.map((e) => {
         const r = results[e.name]!;
-        const lat = (n: number) => (r.rate.total ? f1(n) : 'none completed');
+        const done = r.rateRuns.filter((x) => x.total > 0);
+        const lat = (k: 'p50' | 'p90' | 'p99' | 'max') =>
+          done.length
+            ? medianRange(
+                done.map((x) => x[k]),
+                1,
+              )
+            : 'none completed';
+        const sum = (runs: LoadResult[]) => runs.reduce((n, x) => n + x.errors + x.non2xx, 0);
         return [
           e.name,
-          r.max.total ? f0(r.max.rps) : 'none completed',
-          r.max.errors + r.max.non2xx,
+          r.max.total ? medianRange(r.maxRuns.filter((x) => x.total > 0).map((x) => x.rps)) : 'none completed',
+          sum(r.maxRuns),
           r.rateTarget,
-          lat(r.rate.p50),
-          lat(r.rate.p90),
-          lat(r.rate.p99),
-          lat(r.rate.max),
-          r.rate.errors + r.rate.non2xx,
+          lat('p50'),
+          lat('p90'),
+          lat('p99'),
+          lat('max'),
+          sum(r.rateRuns),
           r.max.total ? r.redisPerRequest.toFixed(2) : '-',
         ];
       }),
@@ -158,18 +193,26 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
 
 async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
   const fixed = Object.fromEntries(list.map((e) => [e.name, { sql: e.fixed.sql, values: e.fixed.values }]));
-  const results: Record<string, { bare: LoadResult; full: LoadResult }> = {};
+  const results: Record<
+    string,
+    { bare: LoadResult; full: LoadResult; bareRuns: LoadResult[]; fullRuns: LoadResult[] }
+  > = {};
   const bare = await startBareServer({ databaseUrl: args.databaseUrl, poolMax, fixed });
-  const bareRuns: Record<string, LoadResult> = {};
+  const bareRuns: Record<string, LoadResult[]> = {};
+  const middle = (runs: LoadResult[]) => [...runs].sort((a, b) => a.rps - b.rps)[Math.floor((runs.length - 1) / 2)]!;
   try {
     for (const e of list) {
       await runLoad({ url: bare.url, nextPath: () => `/${e.name}`, connections: 10, duration: 1 });
-      bareRuns[e.name] = await runLoad({
-        url: bare.url,
-        nextPath: () => `/${e.name}`,
-        connections: args.connections,
-        duration: args.duration,
-      });
+      bareRuns[e.name] = [];
+      for (let run = 0; run < args.runs; run++)
+        bareRuns[e.name]!.push(
+          await runLoad({
+            url: bare.url,
+            nextPath: () => `/${e.name}`,
+            connections: args.connections,
+            duration: args.duration,
+          }),
+        );
     }
   } finally {
     await bare.stop();
@@ -184,22 +227,29 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
     for (const e of list) {
       const headers = { authorization: `Bearer ${apiKey}` };
       await runLoad({ url: full.url, nextPath: () => PREFIX + e.fixed.path, connections: 10, duration: 1, headers });
+      const fullRuns: LoadResult[] = [];
+      for (let run = 0; run < args.runs; run++)
+        fullRuns.push(
+          await runLoad({
+            url: full.url,
+            nextPath: () => PREFIX + e.fixed.path,
+            connections: args.connections,
+            duration: args.duration,
+            headers,
+          }),
+        );
       results[e.name] = {
-        bare: bareRuns[e.name]!,
-        full: await runLoad({
-          url: full.url,
-          nextPath: () => PREFIX + e.fixed.path,
-          connections: args.connections,
-          duration: args.duration,
-          headers,
-        }),
+        bare: middle(bareRuns[e.name]!),
+        full: middle(fullRuns),
+        bareRuns: bareRuns[e.name]!,
+        fullRuns,
       };
     }
   } finally {
     await full.stop();
   }
   console.log(
-    `\n## Full vs bare on the same fixed request (max throughput, ${args.connections} connections, ${args.duration} s)\n`,
+    `\n## Full vs bare on the same fixed request (max throughput, ${args.connections} connections, ${args.duration} s; median (min–max) of ${args.runs} runs; full/bare of the medians)\n`,
   );
   console.log(
     table(
@@ -220,13 +270,15 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
         return [
           e.name,
           `\`${e.fixed.path}\``,
-          f0(r.bare.rps),
+          medianRange(r.bareRuns.map((x) => x.rps)),
           f1(r.bare.p99),
-          f0(r.full.rps),
+          medianRange(r.fullRuns.map((x) => x.rps)),
           f1(r.full.p50),
           f1(r.full.p99),
-          done ? (r.full.rps / r.bare.rps).toFixed(2) : 'none completed',
-          r.full.errors + r.full.non2xx + r.bare.errors + r.bare.non2xx,
+          done
+            ? (median(r.fullRuns.map((x) => x.rps)) / median(r.bareRuns.map((x) => x.rps))).toFixed(2)
+            : 'none completed',
+          [...r.fullRuns, ...r.bareRuns].reduce((n, x) => n + x.errors + x.non2xx, 0),
         ];
       }),
     ),
@@ -254,6 +306,9 @@ async function main(): Promise<void> {
 
   const client = new pg.Client({ connectionString: args.databaseUrl });
   await client.connect();
+  const settings = await postgresSettings(client);
+  const warmed = args.warm ? await warm(client) : 'not warmed (--no-warm)';
+  console.log(`\ncommit ${gitCommit()} · PostgreSQL: ${settings}\ncache: ${warmed}`);
   const sample = await sampleData(client).finally(() => client.end());
   const list = endpoints(sample).filter((e) => !args.only || args.only.includes(e.name));
   const all: Record<string, unknown> = {
@@ -273,7 +328,20 @@ async function main(): Promise<void> {
     );
     all.explain = summaries;
   }
+  all.environment = { commit: gitCommit(), postgres: settings, cache: warmed, runs: args.runs };
   if (args.db) all.db = await dbPhase(args, list);
+  if (args.pgbench) {
+    const tps: number[] = [];
+    for (let run = 0; run < args.runs; run++) {
+      const t = pgbenchBar(args.databaseUrl, db.bars, 10);
+      if (t !== undefined) tps.push(t);
+    }
+    console.log(
+      `\n## pgbench \`api.bar\` (random ids, 4 clients, 2 threads, 10 s; median (min–max) of ${args.runs} runs)\n\n` +
+        (tps.length ? `${medianRange(tps)} TPS` : 'pgbench not found or failed: skipped'),
+    );
+    all.pgbench = { bar: tps };
+  }
   if (args.http) all.http = await httpPhase(args, list, db.apiKey, poolMax);
   if (args.ratio) all.ratio = await ratioPhase(args, list, db.apiKey, poolMax);
   if (!args.only || args.only.includes('graphql'))

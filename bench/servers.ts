@@ -60,7 +60,9 @@ export async function startFullServer(opts: {
   const adminPort = await freePort();
   const fs = await import('node:fs');
   const log = fs.openSync(opts.logFile, 'w');
-  const child = spawn(process.execPath, [path.resolve(__dirname, '../server/main.js')], {
+  // BENCH_SERVER_NODE_ARGS: flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, path.resolve(__dirname, '../server/main.js')], {
     env: {
       ...process.env,
       NODE_ENV: 'production',

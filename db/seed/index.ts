@@ -100,24 +100,34 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
     await progress.run('bar_groups', () => client.query(sql.barGroups));
     await client.query(sql.dropEmptyGroups);
     // before their indexes are back: one build each instead of a million insertions
-    await progress.run('bar_live and open slots', () =>
-      client.query(`do $$ begin
+    await progress.run(
+      'bar_live and open slots',
+      () =>
+        client.query(`do $$ begin
         if to_regprocedure('private.bar_live_rebuild()') is not null then perform private.bar_live_rebuild(); end if;
       end $$`),
+      countOf(client, 'private.bar_live'),
     );
     for (const statement of restore) await client.query(statement);
     progress.phase(`indexes and foreign keys (${restore.length})`);
     // Bar documents (db/migrations/functions/10-bar-documents.sql): their triggers were deferred for
     // the load; one set-based build now, after the indexes it probes are back.
-    await progress.run('bar documents', () =>
-      client.query(`do $$ begin
+    await progress.run(
+      'bar documents',
+      () =>
+        client.query(`do $$ begin
         if to_regprocedure('private.bar_documents_rebuild()') is not null then perform private.bar_documents_rebuild(); end if;
+        if to_regprocedure('private.bar_next_events_rebuild()') is not null then perform private.bar_next_events_rebuild(); end if;
       end $$`),
+      countOf(client, 'private.bar_documents'),
     );
-    await progress.run('search terms', () =>
-      client.query(`do $$ begin
+    await progress.run(
+      'search terms',
+      () =>
+        client.query(`do $$ begin
         if to_regprocedure('private.search_rebuild()') is not null then perform private.search_rebuild(); end if;
       end $$`),
+      countOf(client, 'private.search_terms'),
     );
     for (const table of sql.identityTables) await client.query(sql.syncIdentity(table));
     await client.query('commit');
@@ -300,8 +310,14 @@ async function dropBulkLoadObstacles(client: pg.Client): Promise<string[]> {
   return [...indexes, ...fks].map((r) => r.restore);
 }
 
+/** The rows of a table a DO block filled (one of ours, named by a constant), counted in the load's transaction. */
+function countOf(client: pg.Client, table: string): () => Promise<number> {
+  return async () => (await client.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]!.n;
+}
+
 interface ProgressReporter {
-  run(phase: string, work: () => Promise<pg.QueryResult>): Promise<void>;
+  /** Runs one step and reports its rows: the statement's row count, or `rows()` for a DO block (it has none). */
+  run(phase: string, work: () => Promise<pg.QueryResult>, rows?: () => Promise<number>): Promise<void>;
   phase(name: string): void;
   done(bars: number): void;
 }
@@ -316,9 +332,10 @@ function progressReporter(onProgress: ((message: string) => void) | undefined): 
     last = now;
   };
   return {
-    async run(phase, work) {
+    async run(phase, work, rows) {
       const result = await work();
-      report(`${phase}: ${(result.rowCount ?? 0).toLocaleString('en-US')} rows`);
+      const n = rows ? await rows() : (result.rowCount ?? 0);
+      report(`${phase}: ${n.toLocaleString('en-US')} rows`);
     },
     phase: (name) => report(name),
     done: (bars) =>

@@ -190,14 +190,16 @@ export const openingHours = `
 
 // The current intensity follows the profile at the seed time's local hour: 0 exactly when closed.
 export const occupancy = `
-  insert into private.occupancy (bar_id, current_intensity, updated_at, weekly_profile)
+  insert into private.occupancy (bar_id, current_intensity, updated_at, weekly_profile, hourly_days)
   select b.no,
          case when p.profile[1 + c.now_index] = 0 then 0
               else least(100, greatest(1, p.profile[1 + c.now_index] + pg_temp.pick(b.no, 180, 17) - 8)) end,
-         pg_temp.anchor(), p.profile
+         pg_temp.anchor(), p.profile, p.hourly_days
   from seed_bars b
   join seed_cities c on c.no = b.city_no
-  join seed_profiles p on p.template = b.template and p.variant = b.variant`;
+  join (select s.*, private.hourly_days_json(s.profile) as hourly_days from seed_profiles s offset 0) p
+    on p.template = b.template and p.variant = b.variant  -- hourly_days: once per profile (OFFSET 0: not per bar)
+`;
 
 export const photos = `
   insert into private.photos (id, bar_id, url, position)

@@ -11,7 +11,7 @@ import type { Config } from '../config';
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
 import { accessLog } from './access-log';
-import { sendPublic, strongEtag } from './caching';
+import { COMPRESSION_THRESHOLD, sendPublic, strongEtag } from './caching';
 import { DOCS_PATH, docsRoutes } from './docs';
 import { errorHandler, sendError } from './errors';
 import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
@@ -51,7 +51,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.use(requestId);
   app.use(accessLog(deps.logger));
   app.use(strictTransportSecurity);
-  app.use(compression({ threshold: 1024 })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
+  app.use(compression({ threshold: COMPRESSION_THRESHOLD })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
   // One-click unsubscribe from alert e-mails (RFC 8058 POST, an HTML page): no key, before the GET/JSON-only checks.
   app.use(unsubscribeRoutes({ pool: deps.email?.pool ?? deps.pool, linkKey: deps.email?.linkKey }));
   if (deps.graphql) app.use(PARTNER_PREFIX, deps.graphql); // POST and its own Accept types: before the GET-only JSON checks

@@ -4,10 +4,41 @@
  * body) and `Cache-Control: private, no-cache`; a matching If-None-Match gets a
  * 304 without a body, with the usual rate-limit headers, and the request is
  * refunded in every bucket (a 304 costs no rate limit, as GitHub does).
+ *
+ * A strong validator names one representation, content coding included (RFC 9110
+ * 8.8.3): the gzip and br forms that `compression` sends get the identity tag
+ * with `-gzip` / `-br` appended, decided here by the same rule the middleware
+ * applies (its negotiator, its preference for br then gzip, its 1 KB threshold).
  */
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
 import type { RateLimitContext } from '../ratelimit/limiters';
+
+/** `compression`'s own negotiator (its dependency, so the very version that picks the coding). */
+type NegotiatorClass = new (req: Request) => {
+  encoding(available: string[], preferred?: string[]): string | undefined;
+};
+const Negotiator = createRequire(require.resolve('compression'))('negotiator') as NegotiatorClass;
+
+/** Bodies below this many bytes go uncompressed (app.ts passes it to `compression`). */
+export const COMPRESSION_THRESHOLD = 1024;
+const ENCODINGS = ['br', 'gzip', 'deflate', 'identity'];
+const PREFERRED = ['br', 'gzip'];
+
+/**
+ * The content coding `compression({ threshold: COMPRESSION_THRESHOLD })` will give a JSON body of
+ * this many bytes for this request: 'identity', 'br', 'gzip' or 'deflate'.
+ */
+export function responseEncoding(req: Request, bytes: number): string {
+  if (bytes < COMPRESSION_THRESHOLD || req.method === 'HEAD' || !req.headers['accept-encoding']) return 'identity';
+  return new Negotiator(req).encoding(ENCODINGS, PREFERRED) ?? 'identity';
+}
+
+/** The strong ETag of one content coding of a body whose identity ETag is `etag`. */
+export function encodedEtag(etag: string, encoding: string): string {
+  return encoding === 'identity' ? etag : `${etag.slice(0, -1)}-${encoding}"`;
+}
 
 export const PARTNER_CACHE_CONTROL = 'private, no-cache';
 export const PUBLIC_CACHE_CONTROL = 'public, max-age=3600';
@@ -28,7 +59,7 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
 
 /** Sends a JSON 200 with ETag and Cache-Control, or a 304 (refunded) when If-None-Match matches. */
 export async function sendCacheable(req: Request, res: Response, body: string): Promise<void> {
-  const etag = strongEtag(body);
+  const etag = encodedEtag(strongEtag(body), responseEncoding(req, Buffer.byteLength(body)));
   res.setHeader('ETag', etag);
   res.setHeader('Cache-Control', PARTNER_CACHE_CONTROL);
   if (ifNoneMatchHits(req.get('if-none-match'), etag)) {

@@ -60,11 +60,23 @@ const EVENTS_DRIFT = `
     where e.city_id = c.id
       and (e.start_at at time zone c.time_zone)::date = d.day)`;
 
+// Stored next-events fragments that differ from a recomputation as of now() (what the triggers store),
+// plus bars with events but no fragment and fragments of bars without events.
+const NEXT_EVENTS_DRIFT = `
+  with expected as (
+    select b.bar_id, f.body, f.valid_until
+    from (select distinct bar_id from private.events) b
+    cross join lateral private.bar_next_events_build(b.bar_id, now()) f),
+  actual as (select bar_id, body, valid_until from private.bar_next_events)
+  select count(*)::int as n from ((select * from expected except select * from actual)
+                                  union all (select * from actual except select * from expected)) x`;
+
 describe('bar documents and events_today fragments stay exact', () => {
   let db: TestDatabase;
   const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
   const drift = async () => (await q(DRIFT, [NOW]))[0].n as number;
   const eventsDrift = async () => (await q(EVENTS_DRIFT, [NOW]))[0].n as number;
+  const nextEventsDrift = async () => (await q(NEXT_EVENTS_DRIFT))[0].n as number;
   const documents = async () => (await q('select count(*)::int as n from private.bar_documents'))[0].n as number;
 
   const load = async () => {
@@ -109,6 +121,7 @@ line two' end, '7870' || g % 10
     expect(await documents()).toBe(24);
     expect(await drift()).toBe(0);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
     await q(`update private.bar_documents set head = replace(head, '"Bar 2"', '"Bar two"') where bar_id = 2`);
     expect(await drift()).toBe(2); // the stored body and the recomputed one
     await q(`select private.bar_documents_refresh(array[2::bigint])`);
@@ -129,8 +142,18 @@ line two' end, '7870' || g % 10
     await q(`update private.opening_hours set bar_id = 5 where bar_id = 4 and day_of_week = 1`);
     await q(`update private.cities set name = 'Austin City', state = 'OK' where id = 1`);
     await q(`update private.cities set time_zone = 'America/New_York' where id = 2`);
+    // the stored hourly_data follows a new weekly profile; an intensity update keeps it
+    await q(
+      `update private.occupancy set weekly_profile[49:72] = array_fill(7::smallint, array[24]) where bar_id in (1, 5)`,
+    );
+    await q(`update private.occupancy set current_intensity = 99, weekly_profile[50] = null where bar_id = 6`);
+    await q(`update private.occupancy set current_intensity = 3 where bar_id = 7`);
     expect(await drift()).toBe(0);
+    // every day of the week (the pinned instant is a Wednesday in Chicago; the detail shows one day)
+    for (let day = 0; day < 7; day++)
+      expect(await q(DRIFT, [new Date(Date.parse(NOW) + day * 86400e3).toISOString()])).toEqual([{ n: 0 }]);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
   });
 
   it('events_today follows event inserts, updates, deletes and bar renames', async () => {
@@ -147,11 +170,44 @@ line two' end, '7870' || g % 10
     expect(await eventsDrift()).toBe(0);
     await q(`update private.bars set name = 'Bar Renamed' where id = 2`);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
     await q(`delete from private.events where title = 'Renamed'`);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
     await q(`update private.cities set time_zone = 'America/Los_Angeles' where id = 1`);
     expect(await drift()).toBe(0);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
+  });
+
+  it('the detail form is exact at instants outside a stored next-events window (before, at and after its end)', async () => {
+    // events of bar 3 relative to the real clock (the fragments are built as of now()): 12, an hour apart
+    await q(`insert into private.events (bar_id, city_id, title, classification, start_at, end_at)
+             select 3, city_id, 'Soon ' || g, 'trivia', now() + g * interval '1 hour', now() + (g + 2) * interval '1 hour'
+             from private.bars, generate_series(1, 12) g where id = 3`);
+    const windows = await q(
+      `select bar_id, valid_from, valid_until from private.bar_next_events where valid_until is not null order by bar_id`,
+    );
+    expect(windows.map((w) => Number(w.bar_id))).toContain(3);
+    for (const w of windows) {
+      const until = new Date(w.valid_until as Date).getTime();
+      for (const at of [
+        new Date(w.valid_from as Date).getTime() - 3600e3 * 24 * 30, // before the fragment was built
+        until - 1,
+        until, // the first listed event has ended: the fragment no longer answers
+        until + 3600e3 * 24 * 365,
+      ])
+        expect(await q(DRIFT, [new Date(at).toISOString()])).toEqual([{ n: 0 }]);
+    }
+    // the comparison can fail: a tampered fragment inside its window is seen
+    const bar = 3;
+    await q(`update private.bar_next_events set body = '[]' where bar_id = $1`, [bar]);
+    expect((await q(DRIFT, [new Date(Date.now() + 1000).toISOString()]))[0].n).toBeGreaterThan(0);
+    expect(await nextEventsDrift()).toBe(2);
+    // an expired fragment is renewed by the refresh, a current one is left alone
+    await q(`update private.bar_next_events set valid_until = now() - interval '1 second' where bar_id = $1`, [bar]);
+    expect((await q(`select private.bar_next_events_refresh_expired() as n`))[0].n).toBe(1);
+    expect(await nextEventsDrift()).toBe(0);
   });
 
   it('after deletes, including a bar with everything it owns', async () => {
@@ -163,6 +219,7 @@ line two' end, '7870' || g % 10
     expect(await documents()).toBe(23);
     expect(await drift()).toBe(0);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
   });
 
   it('after TRUNCATE of each source table, and a fresh load', async () => {
@@ -176,6 +233,7 @@ line two' end, '7870' || g % 10
     expect(await drift()).toBe(0);
     await q(`truncate private.events`);
     expect(await eventsDrift()).toBe(0);
+    expect((await q('select count(*)::int as n from private.bar_next_events'))[0].n).toBe(0);
     await q(`truncate private.bars cascade`);
     expect(await documents()).toBe(0);
     expect(await drift()).toBe(0);
@@ -183,6 +241,7 @@ line two' end, '7870' || g % 10
     expect(await documents()).toBe(24);
     expect(await drift()).toBe(0);
     expect(await eventsDrift()).toBe(0);
+    expect(await nextEventsDrift()).toBe(0);
     await q(`truncate private.cities cascade`);
     expect(await documents()).toBe(0);
     expect(await drift()).toBe(0);

@@ -14,10 +14,11 @@ describe('derived tables stay exact', () => {
     barLive: (await q(DRIFT.barLive))[0].n as number,
     openSlots: (await q(DRIFT.openSlots))[0].n as number,
     zoneExtents: (await q(DRIFT.zoneExtents))[0].n as number,
+    zoneExtentsExact: (await q(DRIFT.zoneExtentsExact))[0].n as number,
     barCounts: (await q(DRIFT.barCounts))[0].n as number,
     postHours: (await q(DRIFT.postHours))[0].n as number,
   });
-  const none = { barLive: 0, openSlots: 0, zoneExtents: 0, barCounts: 0, postHours: 0 };
+  const none = { barLive: 0, openSlots: 0, zoneExtents: 0, zoneExtentsExact: 0, barCounts: 0, postHours: 0 };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -64,6 +65,40 @@ describe('derived tables stay exact', () => {
     await q(`update private.occupancy set current_intensity = 99 where bar_id in (1, 2, 3)`);
     await q(`update private.occupancy set bar_id = 4 where bar_id = 5`);
     await q(`update private.posts set created_at = created_at - interval '3 hours' where id % 7 = 0`);
+    expect(await drift()).toEqual(none);
+  });
+
+  it('time zone extents shrink when the bar on their edge is deleted or moved, or its city changes zone', async () => {
+    const extent = async (zone: string) =>
+      (await q(`select location_extent::text as e from private.time_zones where name = $1`, [zone]))[0]?.e as string;
+    await q(`insert into private.bars (city_id, name, address, latitude, longitude)
+             values (1, 'Far north', '1 Edge Rd', 33.5, -97.0), (1, 'Far west', '2 Edge Rd', 30.0, -99.5)`);
+    expect(await drift()).toEqual(none);
+    const wide = await extent('America/Chicago');
+    await q(`delete from private.bars where name = 'Far north'`);
+    expect(await drift()).toEqual(none);
+    expect(await extent('America/Chicago')).not.toBe(wide); // shrunk
+    await q(`update private.bars set latitude = 30.3, longitude = -97.8 where name = 'Far west'`); // within its city
+    expect(await drift()).toEqual(none);
+    await q(`update private.bars set latitude = 30.0, longitude = -99.5 where name = 'Far west'`);
+    await q(`update private.bars set city_id = 3 where name = 'Far west'`); // to Denver's zone
+    expect(await drift()).toEqual(none);
+    await q(`insert into private.cities (name, state, time_zone, latitude, longitude)
+             values ('El Paso', 'TX', 'America/Chicago', 31.76, -106.44)`);
+    await q(`insert into private.bars (city_id, name, address, latitude, longitude)
+             select id, 'Border', '3 Edge Rd', 31.76, -106.44 from private.cities where name = 'El Paso'`);
+    expect(await drift()).toEqual(none);
+    await q(`update private.cities set time_zone = 'America/Denver' where name = 'El Paso'`); // its bars leave Chicago's zone
+    expect(await drift()).toEqual(none);
+    // the comparison can fail: a stale (too wide) extent is seen
+    await q(
+      `update private.time_zones set location_extent = box(point(-120, 20), point(-80, 50)) where name = 'America/Chicago'`,
+    );
+    expect((await drift()).zoneExtentsExact).toBe(1);
+    await q(`select private.time_zone_extents_recompute(array['America/Chicago'])`);
+    expect(await drift()).toEqual(none);
+    await q(`delete from private.bars where name in ('Far west', 'Border')`);
+    await q(`delete from private.cities where name = 'El Paso'`);
     expect(await drift()).toEqual(none);
   });
 

@@ -69,6 +69,33 @@ describe('demo data generator', () => {
   test('reports progress per phase', () => {
     expect(progress.some((m) => /^seed: bars: 300 rows in [\d.]+ s \(elapsed [\d.]+ s\)$/.test(m))).toBe(true);
     expect(progress.at(-1)).toMatch(/^seed: done, 300 bars in/);
+    // the steps run as DO blocks report the rows they wrote (they said 0 before)
+    expect(progress.some((m) => /^seed: bar_live and open slots: 300 rows in /.test(m))).toBe(true);
+    expect(progress.some((m) => /^seed: bar documents: 300 rows in /.test(m))).toBe(true);
+    const terms = progress.find((m) => m.startsWith('seed: search terms: '));
+    expect(Number(/: ([\d,]+) rows/.exec(terms ?? '')?.[1]?.replace(/,/g, ''))).toBeGreaterThan(300);
+  });
+
+  test('the hourly_data texts the seed stores per profile equal their recomputation', async () => {
+    const drift = await one<{ n: number; total: number }>(
+      a,
+      `select count(*) filter (where hourly_days is distinct from private.hourly_days_json(weekly_profile))::int as n,
+              count(*)::int as total from private.occupancy`,
+    );
+    expect(drift).toEqual({ n: 0, total: 300 });
+  });
+
+  test('the next-events fragments the seed builds set-based equal the per-bar definition', async () => {
+    const drift = await one<{ n: number; total: number }>(
+      a,
+      `select count(*) filter (where (n.body, n.valid_until) is distinct from (f.body, f.valid_until))::int as n,
+              count(*)::int as total
+       from private.bar_next_events n cross join lateral private.bar_next_events_build(n.bar_id, n.valid_from) f`,
+    );
+    expect(drift.n).toBe(0);
+    expect(drift.total).toBe(
+      (await one<{ n: number }>(a, 'select count(distinct bar_id)::int as n from private.events')).n,
+    );
   });
 
   test('every bar has exactly one primary category and at most three', async () => {

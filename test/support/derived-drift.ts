@@ -39,6 +39,18 @@ export const DRIFT = {
     left join private.time_zones z on z.name = c.time_zone
     where exists (select from private.bar_open_slots s where s.bar_id = b.id)
       and (z.id is null or not coalesce(z.location_extent @> b.location and z.geo_extent @> b.geo, false))`,
+  // every time zone's extents are exactly those of its cities' bars (null without bars): they shrink too
+  zoneExtentsExact: `
+    select count(*)::int as n from private.time_zones z
+    cross join lateral (
+      select case when count(b.id) > 0 then
+               box(point(min(b.longitude), min(b.latitude)), point(max(b.longitude), max(b.latitude))) end as loc,
+             case when count(b.id) > 0 then
+               public.cube(array[min(public.cube_ll_coord(b.geo, 1)), min(public.cube_ll_coord(b.geo, 2)), min(public.cube_ll_coord(b.geo, 3))],
+                           array[max(public.cube_ur_coord(b.geo, 1)), max(public.cube_ur_coord(b.geo, 2)), max(public.cube_ur_coord(b.geo, 3))]) end as geo
+      from private.cities c join private.bars b on b.city_id = c.id where c.time_zone = z.name) e
+    where not (coalesce(z.location_extent ~= e.loc, z.location_extent is null and e.loc is null)
+               and coalesce(z.geo_extent = e.geo, z.geo_extent is null and e.geo is null))`,
   barCounts: `
     with expected as (select city_id, count(*)::int as n from private.bars group by 1),
     actual as (select city_id, n from private.city_bar_counts where n <> 0)

@@ -174,3 +174,62 @@ as $$
     from unnest(p_days, p_opens, p_closes) u(d, o, c)
   ) s
 $$;
+
+-- The occupancy object's first keys as json_build_object writes them (no closing
+-- brace: the detail form appends hourly_data): '{"current_intensity" : 40, "status" : "busy"'.
+-- A closed bar shows intensity 0 (decisions.md).
+create or replace function private.occupancy_json_head(p_intensity integer, p_open boolean) returns text
+  language sql stable parallel safe
+as $$
+  select '{"current_intensity" : ' || case when p_open then coalesce(p_intensity::text, 'null') else '0' end
+      || ', "status" : ' || coalesce('"' || private.occupancy_status(p_intensity, p_open) || '"', 'null')
+$$;
+
+-- hourly_data of one local day: the 24 values of a weekly profile from subscript p_first,
+-- as the text json_agg(json_build_object('hour', h, 'intensity', v) order by h)
+-- gives (a null profile: 24 null intensities). One expression, no aggregate
+-- (~9 us instead of ~28 for the aggregate over generate_series). plpgsql, so that
+-- callers do not inline (and initialise on every call) its 48-term expression: it is
+-- stored per bar (occupancy.hourly_days) and called only to fill that.
+create or replace function private.hourly_json_text(p_profile smallint[], p_first integer) returns text
+  language plpgsql immutable parallel safe
+as $$
+begin
+  return
+    '[{"hour" : 0, "intensity" : ' || coalesce(p_profile[p_first + 0]::text, 'null')
+    || '}, {"hour" : 1, "intensity" : ' || coalesce(p_profile[p_first + 1]::text, 'null')
+    || '}, {"hour" : 2, "intensity" : ' || coalesce(p_profile[p_first + 2]::text, 'null')
+    || '}, {"hour" : 3, "intensity" : ' || coalesce(p_profile[p_first + 3]::text, 'null')
+    || '}, {"hour" : 4, "intensity" : ' || coalesce(p_profile[p_first + 4]::text, 'null')
+    || '}, {"hour" : 5, "intensity" : ' || coalesce(p_profile[p_first + 5]::text, 'null')
+    || '}, {"hour" : 6, "intensity" : ' || coalesce(p_profile[p_first + 6]::text, 'null')
+    || '}, {"hour" : 7, "intensity" : ' || coalesce(p_profile[p_first + 7]::text, 'null')
+    || '}, {"hour" : 8, "intensity" : ' || coalesce(p_profile[p_first + 8]::text, 'null')
+    || '}, {"hour" : 9, "intensity" : ' || coalesce(p_profile[p_first + 9]::text, 'null')
+    || '}, {"hour" : 10, "intensity" : ' || coalesce(p_profile[p_first + 10]::text, 'null')
+    || '}, {"hour" : 11, "intensity" : ' || coalesce(p_profile[p_first + 11]::text, 'null')
+    || '}, {"hour" : 12, "intensity" : ' || coalesce(p_profile[p_first + 12]::text, 'null')
+    || '}, {"hour" : 13, "intensity" : ' || coalesce(p_profile[p_first + 13]::text, 'null')
+    || '}, {"hour" : 14, "intensity" : ' || coalesce(p_profile[p_first + 14]::text, 'null')
+    || '}, {"hour" : 15, "intensity" : ' || coalesce(p_profile[p_first + 15]::text, 'null')
+    || '}, {"hour" : 16, "intensity" : ' || coalesce(p_profile[p_first + 16]::text, 'null')
+    || '}, {"hour" : 17, "intensity" : ' || coalesce(p_profile[p_first + 17]::text, 'null')
+    || '}, {"hour" : 18, "intensity" : ' || coalesce(p_profile[p_first + 18]::text, 'null')
+    || '}, {"hour" : 19, "intensity" : ' || coalesce(p_profile[p_first + 19]::text, 'null')
+    || '}, {"hour" : 20, "intensity" : ' || coalesce(p_profile[p_first + 20]::text, 'null')
+    || '}, {"hour" : 21, "intensity" : ' || coalesce(p_profile[p_first + 21]::text, 'null')
+    || '}, {"hour" : 22, "intensity" : ' || coalesce(p_profile[p_first + 22]::text, 'null')
+    || '}, {"hour" : 23, "intensity" : ' || coalesce(p_profile[p_first + 23]::text, 'null')
+    || '}]';
+end
+$$;
+
+-- hourly_data of the 7 days of a weekly profile (1 = Monday), as occupancy.hourly_days stores them.
+create or replace function private.hourly_days_json(p_profile smallint[]) returns text[]
+  language sql immutable parallel safe
+as $$
+  select array[private.hourly_json_text(p_profile, 1), private.hourly_json_text(p_profile, 25),
+               private.hourly_json_text(p_profile, 49), private.hourly_json_text(p_profile, 73),
+               private.hourly_json_text(p_profile, 97), private.hourly_json_text(p_profile, 121),
+               private.hourly_json_text(p_profile, 145)]
+$$;

@@ -179,20 +179,178 @@ begin
 end $$;
 
 -------------------------------------------------------------------------------
+-- The next-events fragment of each bar's detail form (table: current/50-serving.sql)
+-------------------------------------------------------------------------------
+-- One row per bar that has events at all: its next 10 events (end_at after
+-- valid_from) as the exact text the detail form's json_agg gives. For any instant
+-- t in [valid_from, valid_until) the next 10 events at t are the same list:
+-- events ending before t are among those ending before valid_until, which ends
+-- the earliest listed one, so none of them is listed, and the ones listed are the
+-- first 10 of a superset. A reader outside that window builds the list itself
+-- (private.bar_detail_row), so a stale fragment costs time, never a wrong answer;
+-- private.bar_next_events_refresh_expired() renews them (the worker's periodic job
+-- or `select` by hand). A bar without a row has no events: '[]' at every instant.
+-- Kept exact by statement-level triggers on events (bars' deletes cascade to them).
+
+-- The next 10 events of one bar after p_now (the one definition of that list).
+create or replace function private.bar_next_events_build(p_bar_id bigint, p_now timestamptz)
+  returns table (body text, valid_until timestamptz)
+  language sql stable
+as $$
+  select coalesce(json_agg(private.event_short_json(e) order by e.start_at, e.id), '[]'::json)::text, min(e.end_at)
+  from (
+    select e.* from private.events e
+    where e.bar_id = p_bar_id and e.end_at > p_now
+    order by e.start_at, e.id
+    limit 10
+  ) e
+$$;
+
+-- Makes these bars' fragments match the events table as of now().
+create or replace function private.bar_next_events_refresh(p_bar_ids bigint[]) returns void
+  language sql volatile
+as $$
+  delete from private.bar_next_events n
+  using (select distinct u.id from unnest(p_bar_ids) u(id)) u
+  where n.bar_id = u.id and not exists (select from private.events e where e.bar_id = u.id);
+  insert into private.bar_next_events as n (bar_id, body, valid_from, valid_until)
+  select u.id, f.body, now(), f.valid_until
+  from (select distinct u.id from unnest(p_bar_ids) u(id)) u
+  cross join lateral private.bar_next_events_build(u.id, now()) f
+  where exists (select from private.events e where e.bar_id = u.id)
+  on conflict (bar_id) do update
+    set body = excluded.body, valid_from = excluded.valid_from, valid_until = excluded.valid_until;
+$$;
+
+-- Every fragment from scratch (seed, backfill), set-based: the same lists as
+-- private.bar_next_events_build (the seed test compares them), one sort of the
+-- upcoming events instead of a probe per bar.
+create or replace function private.bar_next_events_rebuild() returns void
+  language sql volatile
+as $$
+  truncate private.bar_next_events;
+  insert into private.bar_next_events (bar_id, body, valid_from, valid_until)
+  select b.bar_id, coalesce(n.body, '[]'), now(), n.valid_until
+  from (select distinct e.bar_id from private.events e) b
+  left join (
+    select x.bar_id, json_agg(private.event_short_json(x.ev) order by x.start_at, x.id)::text as body, min(x.end_at) as valid_until
+    from (
+      select e as ev, e.bar_id, e.start_at, e.id, e.end_at, row_number() over (partition by e.bar_id order by e.start_at, e.id) as k
+      from private.events e where e.end_at > now()
+    ) x
+    where x.k <= 10
+    group by x.bar_id
+  ) n on n.bar_id = b.bar_id;
+$$;
+
+-- Renews the fragments whose first listed event has ended; returns how many.
+create or replace function private.bar_next_events_refresh_expired() returns integer
+  language plpgsql volatile
+as $$
+declare
+  v_ids bigint[] := array(select n.bar_id from private.bar_next_events n where n.valid_until <= now());
+begin
+  perform private.bar_next_events_refresh(v_ids);
+  return cardinality(v_ids);
+end
+$$;
+
+create or replace function private.bar_next_events_sync() returns trigger
+  language plpgsql volatile
+as $$
+begin
+  if current_setting('private.defer_bar_documents', true) = 'on' then
+    return null;  -- a bulk load calls private.bar_documents_rebuild() at its end
+  end if;
+  if tg_op = 'TRUNCATE' then
+    truncate private.bar_next_events;
+  elsif tg_op = 'INSERT' then
+    perform private.bar_next_events_refresh(array(select bar_id from new_rows));
+  elsif tg_op = 'DELETE' then
+    perform private.bar_next_events_refresh(array(select bar_id from old_rows));
+  else
+    perform private.bar_next_events_refresh(array(select bar_id from new_rows union select bar_id from old_rows));
+  end if;
+  return null;
+end
+$$;
+
+create or replace trigger sync_bar_next_events_ins after insert on private.events
+  referencing new table as new_rows for each statement execute function private.bar_next_events_sync();
+create or replace trigger sync_bar_next_events_upd after update on private.events
+  referencing old table as old_rows new table as new_rows for each statement execute function private.bar_next_events_sync();
+create or replace trigger sync_bar_next_events_del after delete on private.events
+  referencing old table as old_rows for each statement execute function private.bar_next_events_sync();
+create or replace trigger sync_bar_next_events_trunc after truncate on private.events
+  for each statement execute function private.bar_next_events_sync();
+
+-- Backfill (first application, or after a load that bypassed the triggers). Cheap when in step.
+do $$
+begin
+  if not exists (select from private.bar_next_events) and exists (select from private.events) then
+    perform private.bar_next_events_rebuild();
+    analyze private.bar_next_events;
+  end if;
+end $$;
+
+-------------------------------------------------------------------------------
+-- hourly_data per day of the week, stored with the profile (occupancy.hourly_days)
+-------------------------------------------------------------------------------
+-- The conditions are the triggers' WHEN clauses, so the frequent updates of
+-- current_intensity alone, and a bulk load (private.defer_bar_live on) that supplies
+-- the texts itself (the seed computes them once per distinct profile: 1M bars, a few
+-- hundred profiles; the seed test compares them with a recomputation), call no
+-- function per row.
+create or replace function private.occupancy_hourly_days() returns trigger
+  language plpgsql
+as $$
+begin
+  new.hourly_days := private.hourly_days_json(new.weekly_profile);
+  return new;
+end
+$$;
+
+drop trigger if exists occupancy_hourly_days on private.occupancy;
+create or replace trigger occupancy_hourly_days_ins before insert on private.occupancy
+  for each row
+  when (new.hourly_days is null or current_setting('private.defer_bar_live', true) is distinct from 'on')
+  execute function private.occupancy_hourly_days();
+create or replace trigger occupancy_hourly_days_upd before update on private.occupancy
+  for each row
+  when (new.weekly_profile is distinct from old.weekly_profile or new.hourly_days is null)
+  execute function private.occupancy_hourly_days();
+
+-- Backfill (the column's first application): one pass over the rows that lack it.
+update private.occupancy set hourly_days = private.hourly_days_json(weekly_profile) where hourly_days is null;
+
+-- The next events of one bar after p_now, for a reader outside its stored window
+-- (plpgsql: its plan is cached, and the readers' plans do not carry it).
+create or replace function private.bar_next_events_live(p_bar_id bigint, p_now timestamptz) returns text
+  language plpgsql stable
+as $$
+begin
+  return (select f.body from private.bar_next_events_build(p_bar_id, p_now) f);
+end
+$$;
+
+-------------------------------------------------------------------------------
 -- Bar objects as row sources (inlined into the caller's query, LATERAL)
 -------------------------------------------------------------------------------
--- Open now comes from bar_live.open_week at the bar's local time.
+-- Concatenations of stored texts and a few formatted numbers: no json_agg, no
+-- json_build_object per request. Open now comes from bar_live.open_week at the
+-- bar's local time, computed once per bar in an OFFSET 0 subquery (pulled up, the
+-- time zone conversion would be repeated in every use, and the helpers that take
+-- its results as arguments would not be inlined).
 
 create or replace function private.bar_list_row(p_bar_id bigint, p_now timestamptz) returns table (body json)
   language sql stable
 as $$
-  select (d.head || ', "occupancy" : ' || json_build_object(
-            'current_intensity', case when x.open then l.current_intensity::int else 0 end,
-            'status', private.occupancy_status(l.current_intensity, x.open))::text || '}')::json
+  select (d.head || ', "occupancy" : ' || private.occupancy_json_head(l.current_intensity, x.open) || '}}')::json
   from private.bar_documents d
   left join private.bar_live l on l.bar_id = d.bar_id
   cross join lateral (
     select coalesce(l.open_week @> private.minute_of_week(p_now at time zone d.time_zone), false) as open
+    offset 0
   ) x
   where d.bar_id = p_bar_id
 $$;
@@ -202,31 +360,26 @@ $$;
 create or replace function private.bar_detail_row(p_bar_id bigint, p_now timestamptz) returns table (body json)
   language sql stable
 as $$
-  select (d.head || ', "occupancy" : ' || json_build_object(
-            'current_intensity', case when x.open then l.current_intensity::int else 0 end,
-            'status', private.occupancy_status(l.current_intensity, x.open),
-            'hourly_data', (
-              select json_agg(json_build_object(
-                       'hour', hr,
-                       'intensity', o.weekly_profile[(extract(isodow from x.local)::int - 1) * 24 + hr + 1]::int)
-                     order by hr)
-              from generate_series(0, 23) hr))::text
+  select (d.head || ', "occupancy" : ' || private.occupancy_json_head(l.current_intensity, x.open)
+          || ', "hourly_data" : '
+          || coalesce(o.hourly_days[x.day], private.hourly_json_text(o.weekly_profile, x.day * 24 - 23)) || '}'
           || d.detail_mid
-          || ', "events" : ' || (
-            select coalesce(json_agg(private.event_short_json(e) order by e.start_at, e.id), '[]'::json)
-            from (
-              select e.* from private.events e
-              where e.bar_id = d.bar_id and e.end_at > p_now
-              order by e.start_at, e.id
-              limit 10
-            ) e)::text
+          || ', "events" : '
+          || case
+               when n.bar_id is null then '[]'
+               when n.valid_from <= p_now and (n.valid_until is null or p_now < n.valid_until) then n.body
+               else private.bar_next_events_live(d.bar_id, p_now)
+             end
           || '}')::json
   from private.bar_documents d
   left join private.bar_live l on l.bar_id = d.bar_id
   left join private.occupancy o on o.bar_id = d.bar_id
+  left join private.bar_next_events n on n.bar_id = d.bar_id
   cross join lateral (
-    select p_now at time zone d.time_zone as local,
-           coalesce(l.open_week @> private.minute_of_week(p_now at time zone d.time_zone), false) as open
+    select extract(isodow from t.local)::int as day,
+           coalesce(l.open_week @> private.minute_of_week(t.local), false) as open
+    from (select p_now at time zone d.time_zone as local) t
+    offset 0
   ) x
   where d.bar_id = p_bar_id
 $$;

@@ -52,9 +52,9 @@ as $$
   where l.bar_id = w.bar_id
 $$;
 
--- Grows the extents of the time zones of these bars to include them (extents
--- never shrink: a bar that left leaves its zone's extent as it was, which costs
--- a probe at most, never a wrong answer).
+-- Grows the extents of the time zones of these bars to include them. A bar that
+-- leaves its zone (deleted, moved, its city in another zone) shrinks the zone's
+-- extents through private.time_zone_extents_recompute when it lay on their boundary.
 create or replace function private.time_zone_extents_add(p_bar_ids bigint[]) returns void
   language sql volatile
 as $$
@@ -75,6 +75,45 @@ as $$
   where e.time_zone = z.name
     and (z.location_extent is null or z.geo_extent is null
          or not (z.location_extent @> e.location_extent) or not (z.geo_extent @> e.geo_extent))
+$$;
+
+-- The extents of these time zones recomputed from the bars of their cities (null
+-- when a zone has none): a scan of the zone's bars, run only when a bar that left
+-- lay on the boundary (private.on_zone_extent_boundary) or a city changed zone.
+create or replace function private.time_zone_extents_recompute(p_zones text[]) returns void
+  language sql volatile
+as $$
+  update private.time_zones z
+  set location_extent = e.location_extent, geo_extent = e.geo_extent
+  from (
+    select u.name,
+           case when count(b.id) > 0 then
+             box(point(min(b.longitude), min(b.latitude)), point(max(b.longitude), max(b.latitude))) end as location_extent,
+           case when count(b.id) > 0 then
+             public.cube(array[min(public.cube_ll_coord(b.geo, 1)), min(public.cube_ll_coord(b.geo, 2)), min(public.cube_ll_coord(b.geo, 3))],
+                         array[max(public.cube_ur_coord(b.geo, 1)), max(public.cube_ur_coord(b.geo, 2)), max(public.cube_ur_coord(b.geo, 3))]) end as geo_extent
+    from (select distinct x.name from unnest(p_zones) x(name) where x.name is not null) u
+    left join private.cities c on c.time_zone = u.name
+    left join private.bars b on b.city_id = c.id
+    group by u.name
+  ) e
+  where z.name = e.name
+$$;
+
+-- True when a bar at this position lies on the boundary of a zone's extents (so the
+-- extents may shrink without it). The extents are min/max of the same stored values:
+-- equality is exact.
+create or replace function private.on_zone_extent_boundary(
+  p_location_extent box, p_geo_extent public.cube, p_latitude double precision, p_longitude double precision, p_geo public.earth
+) returns boolean
+  language sql immutable parallel safe
+as $$
+  select p_location_extent is null or p_geo_extent is null
+      or p_longitude in ((p_location_extent[0])[0], (p_location_extent[1])[0])
+      or p_latitude in ((p_location_extent[0])[1], (p_location_extent[1])[1])
+      or public.cube_ll_coord(p_geo, 1) in (public.cube_ll_coord(p_geo_extent, 1), public.cube_ur_coord(p_geo_extent, 1))
+      or public.cube_ll_coord(p_geo, 2) in (public.cube_ll_coord(p_geo_extent, 2), public.cube_ur_coord(p_geo_extent, 2))
+      or public.cube_ll_coord(p_geo, 3) in (public.cube_ll_coord(p_geo_extent, 3), public.cube_ur_coord(p_geo_extent, 3))
 $$;
 
 -- The key of a minute of the local week in a time zone (private.time_zones.id):
@@ -132,6 +171,8 @@ begin
   if tg_table_name = 'bars' then
     if tg_op = 'TRUNCATE' then
       truncate private.bar_live, private.city_bar_counts, private.bar_open_slots;
+      update private.time_zones set location_extent = null, geo_extent = null
+      where location_extent is not null or geo_extent is not null;
       return null;
     end if;
     if tg_op in ('UPDATE', 'DELETE') then
@@ -146,6 +187,10 @@ begin
     if tg_op = 'DELETE' then
       delete from private.bar_live l using old_rows o where l.bar_id = o.id;
       delete from private.bar_open_slots s using old_rows o where s.bar_id = o.id;
+      perform private.time_zone_extents_recompute(array(
+        select distinct z.name from old_rows o
+        join private.cities c on c.id = o.city_id join private.time_zones z on z.name = c.time_zone
+        where private.on_zone_extent_boundary(z.location_extent, z.geo_extent, o.latitude, o.longitude, o.geo)));
     else  -- INSERT, UPDATE
       insert into private.bar_live as l (bar_id, city_id, name, price_level, google_rating)
       select n.id, n.city_id, n.name, n.price_level, n.google_rating from new_rows n
@@ -160,6 +205,8 @@ begin
         if exists (select from private.opening_hours h join new_rows n on n.id = h.bar_id) then
           perform private.bar_live_set_week(array(select id from new_rows));
           perform private.bar_open_slots_set(array(select id from new_rows));
+        else  -- (bar_open_slots_set grows them otherwise) the extents cover every bar of the zone
+          perform private.time_zone_extents_add(array(select id from new_rows));
         end if;
       else  -- a bar moved to another city (maybe another time zone), or moved within its city
         v_bar_ids := array(select n.id from new_rows n join old_rows o on o.id = n.id where n.city_id is distinct from o.city_id);
@@ -171,6 +218,12 @@ begin
         if cardinality(v_bar_ids) > 0 then
           perform private.time_zone_extents_add(v_bar_ids);
         end if;
+        -- the zones the moved bars left, when they lay on their boundary
+        perform private.time_zone_extents_recompute(array(
+          select distinct z.name from old_rows o join new_rows n on n.id = o.id
+          join private.cities c on c.id = o.city_id join private.time_zones z on z.name = c.time_zone
+          where (n.city_id, n.latitude, n.longitude) is distinct from (o.city_id, o.latitude, o.longitude)
+            and private.on_zone_extent_boundary(z.location_extent, z.geo_extent, o.latitude, o.longitude, o.geo)));
       end if;
     end if;
   elsif tg_table_name = 'occupancy' then
@@ -216,6 +269,8 @@ begin
     perform private.bar_open_slots_set(array(
       select l.bar_id from new_rows n join old_rows o on o.id = n.id join private.bar_live l on l.city_id = n.id
       where n.time_zone is distinct from o.time_zone));
+    perform private.time_zone_extents_recompute(array(
+      select o.time_zone from new_rows n join old_rows o on o.id = n.id where n.time_zone is distinct from o.time_zone));
   end if;
   return null;
 end

@@ -1,0 +1,113 @@
+/**
+ * What a figure depends on besides the code: the commit, PostgreSQL's version and
+ * settings (printed in every run's header), and a warm cache. `warm` loads the
+ * hot relations of the serving path into shared buffers with pg_prewarm (the
+ * contrib extension; created in the bench database when missing), so a first
+ * run after a restart or a page-cache reclaim measures the same thing as the next.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import pg from 'pg';
+
+/** The relations every partner endpoint reads (tables and their indexes), warmed in this order. */
+const HOT_TABLES = [
+  'private.bar_documents',
+  'private.bar_live',
+  'private.occupancy',
+  'private.bar_next_events',
+  'private.bars',
+  'private.cities',
+  'private.events',
+  'private.city_events_today',
+  'private.bar_open_slots',
+  'private.search_terms',
+];
+
+const SETTINGS = [
+  'server_version',
+  'shared_buffers',
+  'effective_cache_size',
+  'work_mem',
+  'max_wal_size',
+  'random_page_cost',
+  'jit',
+  'max_connections',
+];
+
+export function gitCommit(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim();
+    return dirty ? `${sha} (+ uncommitted changes)` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** `name=value` of the settings that decide the figures, one line. */
+export async function postgresSettings(client: pg.Client): Promise<string> {
+  const { rows } = await client.query<{ name: string; value: string }>(
+    `select name, case when unit = '8kB' then pg_size_pretty(setting::bigint * 8192)
+                       when unit = 'kB' then pg_size_pretty(setting::bigint * 1024)
+                       when unit = 'MB' then pg_size_pretty(setting::bigint * 1024 * 1024)
+                       else setting end as value
+     from pg_settings where name = any($1) order by array_position($1, name)`,
+    [SETTINGS],
+  );
+  return rows.map((r) => `${r.name}=${r.value}`).join(', ');
+}
+
+/** pg_prewarm of the hot relations and their indexes; returns what it did (for the header). */
+export async function warm(client: pg.Client): Promise<string> {
+  try {
+    await client.query('create extension if not exists pg_prewarm');
+  } catch (e) {
+    return `not warmed (pg_prewarm unavailable: ${(e as Error).message})`;
+  }
+  const started = Date.now();
+  const { rows } = await client.query<{ blocks: string }>(
+    `select coalesce(sum(pg_prewarm(r.oid::regclass)), 0) as blocks
+     from pg_class r
+     where r.oid in (select to_regclass(t) from unnest($1::text[]) t)
+        or r.oid in (select i.indexrelid from pg_index i where i.indrelid in (select to_regclass(t) from unnest($1::text[]) t))`,
+    [HOT_TABLES],
+  );
+  const gb = (Number(rows[0]!.blocks) * 8192) / 1024 ** 3;
+  // what a periodic job does in production: renew the next-events fragments whose first event has ended
+  const { rows: renewed } = await client.query<{ n: number | null }>(
+    `select case when to_regprocedure('private.bar_next_events_refresh_expired()') is not null
+                 then private.bar_next_events_refresh_expired() end as n`,
+  );
+  const fragments =
+    renewed[0]?.n == null ? '' : `; ${renewed[0].n.toLocaleString('en-US')} expired next-events fragments renewed`;
+  return `pg_prewarm of ${HOT_TABLES.length} hot tables and their indexes: ${gb.toFixed(1)} GB in ${(
+    (Date.now() - started) /
+    1000
+  ).toFixed(0)} s${fragments}`;
+}
+
+/** One pgbench run of `api.bar` with random ids (4 clients, 2 threads); TPS, or undefined without pgbench. */
+export function pgbenchBar(databaseUrl: string, bars: number, seconds: number): number | undefined {
+  const script = `\\set id random(1, ${bars})\nselect api.bar(p_id => :id::text);\n`;
+  const run = spawnSync('pgbench', ['-n', '-c', '4', '-j', '2', '-T', String(seconds), '-f', '-', databaseUrl], {
+    input: script,
+    encoding: 'utf8',
+  });
+  const m = /tps = ([\d.]+)/.exec(run.stdout ?? '');
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Median and range of repeated figures: `1,234 (1,100–1,300)`. */
+export function medianRange(values: number[], digits = 0): string {
+  const ok = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (ok.length === 0) return '-';
+  const fmt = (n: number) =>
+    n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  const mid = ok.length % 2 ? ok[(ok.length - 1) / 2]! : (ok[ok.length / 2 - 1]! + ok[ok.length / 2]!) / 2;
+  return ok.length === 1 ? fmt(mid) : `${fmt(mid)} (${fmt(ok[0]!)}–${fmt(ok.at(-1)!)})`;
+}
+
+export function median(values: number[]): number {
+  const ok = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (ok.length === 0) return NaN;
+  return ok.length % 2 ? ok[(ok.length - 1) / 2]! : (ok[ok.length / 2 - 1]! + ok[ok.length / 2]!) / 2;
+}
