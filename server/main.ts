@@ -41,6 +41,7 @@ import { trackPool } from './metrics';
 import { clusterMetricsText } from './metrics-cluster';
 import { startWebhookRunner } from './webhooks/runner';
 import { createEmailSender } from './email/sender';
+import { maintenanceCrontab, maintenanceTasks } from './maintenance/tasks';
 
 /** The demo generator only seeds an empty database: no cities, bars, categories or users. */
 async function hasBarData(url: string): Promise<boolean> {
@@ -180,7 +181,12 @@ async function main(): Promise<void> {
     const email = createEmailSender(config.email, logger); // usage-alert e-mails: a task of the same runner
     cleanups.push({ name: 'e-mail transport', run: async () => email.close() });
     try {
-      webhookRunner = await startWebhookRunner({ databaseUrl: dbUrl, logger, tasks: email.tasks });
+      webhookRunner = await startWebhookRunner({
+        databaseUrl: dbUrl,
+        logger,
+        tasks: (pool) => ({ ...email.tasks(pool), ...maintenanceTasks(pool) }),
+        crontab: maintenanceCrontab,
+      });
     } catch (e) {
       await runCleanups(undefined);
       return fail(`webhooks: ${(e as Error).message}`);

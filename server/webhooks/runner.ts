@@ -25,6 +25,8 @@ export interface WebhookRunnerOptions {
   timeoutMs?: number;
   /** Other tasks run by the same queue (e.g. email_send, server/email), given the runner's pool. */
   tasks?: (pool: pg.Pool) => TaskList;
+  /** graphile-worker crontab lines for those tasks (e.g. server/maintenance). */
+  crontab?: string;
 }
 
 export async function startWebhookRunner(options: WebhookRunnerOptions): Promise<WebhookRunner> {
@@ -45,6 +47,7 @@ export async function startWebhookRunner(options: WebhookRunnerOptions): Promise
       pollInterval: options.pollInterval ?? 2000,
       noHandleSignals: true,
       logger,
+      ...(options.crontab ? { crontab: options.crontab } : {}),
       taskList: { webhook_deliver: deliverTask(pool, settings, options.timeoutMs), ...options.tasks?.(pool) },
     });
   } catch (e) {
