@@ -75,12 +75,13 @@ export function clientErrorAnswer(code: string | undefined): [number, string, st
 
 export interface PartnerServer extends http.Server {
   /**
-   * Stops accepting, marks in-flight answers Connection: close, closes
-   * keep-alive connections that stay idle for a grace period (1 s); resolves when every connection is gone, or
-   * destroys the rest after `deadlineMs`. Returns how many answers were
-   * in flight when it started and how many sockets had to be destroyed.
+   * Stops accepting (after the connections already queued are accepted), marks in-flight answers
+   * Connection: close (and answers requests that arrive meanwhile the same way), closes keep-alive
+   * connections once idle for a grace period (1 s); resolves when every connection is gone, or
+   * destroys the rest after `deadlineMs`. Returns how many answers were in flight when it started,
+   * how many idle connections it closed and how many sockets had to be destroyed.
    */
-  drain(deadlineMs: number): Promise<{ inFlight: number; destroyed: number }>;
+  drain(deadlineMs: number): Promise<{ inFlight: number; destroyed: number; closedIdle: number }>;
   readonly draining: boolean;
 }
 
@@ -94,9 +95,20 @@ export function createPartnerServer(
   const sockets = new Set<Duplex>();
   let draining = false;
 
+  /** Sockets with no request in progress, and since when (a fresh connection counts as idle). */
+  const idleSince = new WeakMap<Duplex, number>();
+  const busy = new WeakMap<Duplex, number>(); // answers in progress (more than one when pipelined)
   const listener: RequestListener = (req, res) => {
     active.add(res);
-    res.once('close', () => active.delete(res));
+    const socket = req.socket;
+    idleSince.delete(socket);
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      active.delete(res);
+      const left = (busy.get(socket) ?? 1) - 1;
+      busy.set(socket, left);
+      if (left === 0) idleSince.set(socket, Date.now());
+    });
     if (draining) res.setHeader('Connection', 'close');
     const length = Number(req.headers['content-length'] ?? 0);
     if (length > l.maxBodyBytes) {
@@ -132,12 +144,14 @@ export function createPartnerServer(
 
   server.on('connection', (socket: Duplex) => {
     sockets.add(socket);
+    idleSince.set(socket, Date.now());
     socket.once('close', () => sockets.delete(socket));
   });
   if (config.tls) {
     // TLS sockets: track the secure socket (the one requests run on).
     server.on('secureConnection', (socket: Duplex) => {
       sockets.add(socket);
+      idleSince.set(socket, Date.now());
       socket.once('close', () => sockets.delete(socket));
     });
   }
@@ -171,18 +185,32 @@ export function createPartnerServer(
     for (const res of active) if (!res.headersSent) res.setHeader('Connection', 'close');
     return new Promise((resolve) => {
       let destroyed = 0;
+      let closedIdle = 0;
       const finish = () => {
         clearTimeout(hard);
         clearInterval(idle);
         // http.Server.close: its own bookkeeping (the net listener is already closed).
-        server.close(() => resolve({ inFlight, destroyed }));
+        server.close(() => resolve({ inFlight, destroyed, closedIdle }));
       };
-      // Stop accepting, but do not drop idle keep-alive connections at once (http.Server.close
-      // would): a client may have just sent its next request on one. Busy connections close after
-      // their Connection: close answer; connections idle for the grace period are closed then.
+      // Stop accepting now: clients told Connection: close reconnect and are refused (not reset).
       net.Server.prototype.close.call(server, finish);
-      const grace = Math.min(1000, Math.floor(deadlineMs / 2));
-      const idle = setInterval(() => server.closeIdleConnections(), grace);
+      // Busy connections close after their Connection: close answer. A keep-alive connection is
+      // closed only once it has been idle for the grace period: one that just got its answer may
+      // already carry the client's next request (http.Server.closeIdleConnections would reset it).
+      const grace = Math.min(1000, Math.floor(deadlineMs / 4));
+      const idle = setInterval(
+        () => {
+          const now = Date.now();
+          for (const s of sockets) {
+            const since = idleSince.get(s);
+            if (since !== undefined && now - since >= grace) {
+              closedIdle++;
+              s.destroy();
+            }
+          }
+        },
+        Math.max(10, Math.floor(grace / 5)),
+      );
       const hard = setTimeout(() => {
         destroyed = sockets.size;
         for (const s of sockets) s.destroy();
