@@ -73,6 +73,18 @@ export function clientErrorAnswer(code: string | undefined): [number, string, st
   }
 }
 
+/** Answers with the raw JSON error on an express-less response; the connection closes after it. */
+function rawAnswer(res: http.ServerResponse, status: number, reason: string, message: string): void {
+  res.shouldKeepAlive = false;
+  const [head = '', body = ''] = rawJsonError(status, reason, message).split('\r\n\r\n');
+  for (const line of head.split('\r\n').slice(1)) {
+    const i = line.indexOf(':');
+    res.setHeader(line.slice(0, i), line.slice(i + 2));
+  }
+  res.statusCode = status;
+  res.end(body);
+}
+
 export interface PartnerServer extends http.Server {
   /**
    * Stops accepting (after the connections already queued are accepted), marks in-flight answers
@@ -110,24 +122,20 @@ export function createPartnerServer(
       if (left === 0) idleSince.set(socket, Date.now());
     });
     if (draining) res.setHeader('Connection', 'close');
+    // Node's own answer to an HTTP/1.1 request without Host is a bare 400 (requireHostHeader is off below).
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined)
+      return rawAnswer(res, 400, 'Bad Request', 'Malformed request: an HTTP/1.1 request needs a Host header');
     const length = Number(req.headers['content-length'] ?? 0);
-    if (length > l.maxBodyBytes) {
-      res.shouldKeepAlive = false;
-      const text = rawJsonError(413, 'Content Too Large', 'Request body too large; this API takes no request body');
-      const [head = '', body = ''] = text.split('\r\n\r\n');
-      for (const line of head.split('\r\n').slice(1)) {
-        const i = line.indexOf(':');
-        res.setHeader(line.slice(0, i), line.slice(i + 2));
-      }
-      res.statusCode = 413;
-      res.end(body);
-      return;
-    }
+    if (length > l.maxBodyBytes)
+      return rawAnswer(res, 413, 'Content Too Large', 'Request body too large; this API takes no request body');
     app(req, res);
   };
 
   // How often Node checks headersTimeout / requestTimeout (default 30 s: far too coarse for a 10 s limit).
-  const checks = { connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 2))) };
+  const checks = {
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 2))),
+    requireHostHeader: false, // the listener answers the missing Host itself (JSON, X-Request-Id)
+  };
   const server = (
     config.tls
       ? https.createServer(
@@ -163,6 +171,13 @@ export function createPartnerServer(
     }
     const [status, reason, message] = clientErrorAnswer(err.code);
     socket.end(rawJsonError(status, reason, message, status === 405 ? 'Allow: GET, HEAD\r\n' : ''));
+  });
+
+  // An Expect other than 100-continue: Node's default is a bare 417.
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    active.add(res);
+    res.once('close', () => active.delete(res));
+    rawAnswer(res, 417, 'Expectation Failed', `Unsupported Expect header: ${String(req.headers.expect).slice(0, 100)}`);
   });
 
   // CONNECT is not routed to the request listener; without a listener Node just drops the socket.
