@@ -38,6 +38,7 @@ import { startOperatorServer } from './operator/server';
 import { trackPool } from './metrics';
 import { clusterMetricsText } from './metrics-cluster';
 import { startWebhookRunner } from './webhooks/runner';
+import { startupConfigProblem } from './startup-check';
 
 /** The demo generator only seeds an empty database: no cities, bars, categories or users. */
 async function hasBarData(url: string): Promise<boolean> {
@@ -87,6 +88,8 @@ type Role = 'single' | 'primary' | 'worker';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const problem = cluster.isWorker ? undefined : startupConfigProblem(config);
+  if (problem) fail(problem);
   const role: Role = cluster.isWorker ? 'worker' : config.webConcurrency > 1 ? 'primary' : 'single';
   const logger = createLogger(config.logLevel).child(role === 'worker' ? { worker: cluster.worker?.id } : {});
   let shuttingDown = false;
