@@ -236,13 +236,18 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
   const exportRedisTarget = redisTarget(config.redisUrl, config.redisClusterNodes.join(','));
   const exportRedis = exportRedisTarget ? createRedisClient(exportRedisTarget, logger) : undefined;
   if (exportRedis) cleanups.push({ name: 'export slots', run: async () => void (await exportRedis.quit()) });
+  const exportStop = new AbortController(); // running exports end cleanly before the drain's deadline
   const app = createPartnerApp({
     config,
     logger,
     pool: reads,
     guard: guard.handlers,
     // exports read the primary: the watermark needs the writers' pg_stat_activity, a replica may lag
-    export: { pool, slots: exportRedis ? new RedisExportSlots(exportRedis, { logger }) : undefined },
+    export: {
+      pool,
+      slots: exportRedis ? new RedisExportSlots(exportRedis, { logger }) : undefined,
+      stop: exportStop.signal,
+    },
     health: {
       draining: () => draining,
       checks: [postgresCheck(pool), ...(reads instanceof ReadRoutingPool ? reads.checks() : [])],
@@ -257,7 +262,12 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     await runCleanups(undefined);
     fail(e.code === 'EADDRINUSE' ? `port ${config.port} is already in use; set PORT` : e.message);
   });
-  drainListener = (deadlineMs) => server.drain(deadlineMs) as Promise<unknown> as Promise<Record<string, unknown>>;
+  drainListener = (deadlineMs) => {
+    const cut = setTimeout(() => exportStop.abort(), Math.max(deadlineMs / 2, deadlineMs - 1000));
+    return server.drain(deadlineMs).finally(() => clearTimeout(cut)) as Promise<unknown> as Promise<
+      Record<string, unknown>
+    >;
+  };
   if (cluster.isWorker) logger.info({ port: config.port }, 'worker listening');
   return (server.address() as AddressInfo).port;
 }
