@@ -25,6 +25,7 @@ import { loadConfig, type Config } from './config';
 import { locateDatabase, type DatabaseLocation } from './db/database';
 import { migrateDatabase } from './db/migrate';
 import { createPool } from './db/pools';
+import { guardPool } from './db/pg-breaker';
 import { createReadPool, ReadRoutingPool } from './db/read-pool';
 import { postgresCheck } from './http/health';
 import { createRedisClient, redisTarget } from './redis';
@@ -206,6 +207,8 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     queryTimeoutMs: config.pgQueryDeadlineMs,
   });
   cleanups.push({ name: 'partner pool', run: () => pool.end() });
+  // A frozen primary: partner requests get 503 + Retry-After after ~2 s of silence, not the 11 s deadline.
+  guardPool(pool, { probeUrl: dbUrl, name: 'primary', logger });
   trackPool('partner', pool); // partner_db_pool_connections{pool="partner"}
 
   // Partner endpoint functions on the read replicas (DATABASE_READ_URLS), the primary when none answers;
