@@ -15,6 +15,7 @@ import { timeCalls, type Timing } from './db-time';
 import { explainWorstCases } from './explain';
 import { runLoad, type LoadResult } from './load';
 import { startBareServer, startFullServer } from './servers';
+import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
 import { endpoints, sampleData, type Endpoint } from './workload';
 
@@ -234,6 +235,8 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
 }
 
 async function main(): Promise<void> {
+  if (process.argv.slice(2).some((a) => a === '--soak' || a.startsWith('--soak=')))
+    return soakMain(process.argv.slice(2));
   let args: BenchArgs;
   try {
     args = parseBenchArgs(process.argv.slice(2), process.env);
