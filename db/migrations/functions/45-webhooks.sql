@@ -124,13 +124,15 @@ revoke all on function admin.rotate_webhook_secret(uuid, text, interval) from pu
 
 -- The secrets a delivery is signed with now: the current one, and the replaced one while it is valid.
 create or replace function admin.webhook_signing_secrets(subscriber uuid) returns text[]
-  language sql stable
+  language plpgsql stable
   set search_path = pg_catalog, pg_temp
 as $$
-  select array_remove(array[e.secret_encrypted,
-                            case when e.previous_secret_expires_at > now() then e.previous_secret_encrypted end], null)
-    from admin.webhook_endpoints e where e.subscriber_id = subscriber
-$$;
+begin
+  return (select array_remove(array[e.secret_encrypted,
+                                    case when e.previous_secret_expires_at > now() then e.previous_secret_encrypted end],
+                              null)
+            from admin.webhook_endpoints e where e.subscriber_id = subscriber);
+end $$;
 revoke all on function admin.webhook_signing_secrets(uuid) from public;
 
 create or replace function admin.remove_webhook_endpoint(subscriber uuid) returns boolean
