@@ -134,6 +134,8 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+const maxOf = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
+
 function rssMb(pid: number | undefined): number {
   if (!pid) return NaN;
   try {
@@ -149,11 +151,15 @@ async function poolUse(adminUrl: string | undefined, token: string): Promise<Rec
   try {
     const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     const text = await res.text();
+    if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
     const out: Record<string, number> = {};
-    for (const m of text.matchAll(/^partner_db_pool_connections\{pool="partner",state="(\w+)"\} (\d+)/gm))
-      out[m[1]!] = Number(m[2]);
+    for (const m of text.matchAll(/^partner_db_pool_connections\{([^}]*)\} (\d+)/gm)) {
+      const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+      if (labels.pool === 'partner' && labels.state) out[labels.state] = Number(m[2]);
+    }
     return out;
-  } catch {
+  } catch (e) {
+    process.stderr.write(`soak: pool use not read: ${(e as Error).message}\n`);
     return {};
   }
 }
@@ -356,7 +362,7 @@ function analyse(
       max: lat[lat.length - 1] ?? NaN,
       s5xx: secs.reduce((n, s) => n + count5xx(s), 0),
       errors: secs.reduce((n, s) => n + Object.values(s.errors).reduce((a, b) => a + b, 0), 0),
-      rssMb: Math.max(...inMinute.map((s) => s.rssMb).filter(Number.isFinite), NaN),
+      rssMb: maxOf(inMinute.map((s) => s.rssMb).filter(Number.isFinite)),
       pool,
     });
   }
