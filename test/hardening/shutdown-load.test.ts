@@ -88,6 +88,8 @@ interface Outcomes {
   closeAfterSignal: number;
   refused: number;
   reset: number;
+  /** Resets of connections opened after the signal. */
+  resetNew: number;
   other: string[];
 }
 
@@ -101,7 +103,10 @@ function get(agent: http.Agent, port: number, apiKey: string, route: string) {
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    req.on('error', (e: Error & { newConnection?: boolean }) => {
+      e.newConnection = !req.reusedSocket;
+      reject(e);
+    });
   });
 }
 
@@ -109,7 +114,7 @@ function get(agent: http.Agent, port: number, apiKey: string, route: string) {
 async function loadThenTerminate(server: Running, apiKey: string, barId: string, clients: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
   let signalledAt = 0;
-  const o: Outcomes = { ok: 0, afterSignal: 0, closeAfterSignal: 0, refused: 0, reset: 0, other: [] };
+  const o: Outcomes = { ok: 0, afterSignal: 0, closeAfterSignal: 0, refused: 0, reset: 0, resetNew: 0, other: [] };
   const routes = ['test_endpoint', `bars/${barId}`];
   const answered = new Array<number>(clients).fill(0);
   const client = async (i: number) => {
@@ -127,8 +132,12 @@ async function loadThenTerminate(server: Running, apiKey: string, barId: string,
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
         if (code === 'ECONNREFUSED') o.refused++;
-        else if (code === 'ECONNRESET' || /socket hang up/.test(code)) o.reset++;
-        else o.other.push(code);
+        else if (code === 'ECONNRESET' || /socket hang up/.test(code)) {
+          // A connection opened after the signal (the client was told Connection: close and
+          // reconnected) is not a request the server had received when it began to drain.
+          if ((e as { newConnection?: boolean }).newConnection && signalledAt && sentAt > signalledAt) o.resetNew++;
+          else o.reset++;
+        } else o.other.push(code);
         if (signalledAt) return; // the listener is gone: this client is done
       }
     }
@@ -205,6 +214,10 @@ describe('SIGTERM under real keep-alive load (server in its own process)', () =>
         log: [],
       });
       expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
+      // One process: a client that reconnects after its Connection: close answer is refused, never
+      // reset. With workers the primary keeps accepting until the last worker has closed, and may
+      // reset a connection it accepted after the signal (issue 22, known limit: see OPERATIONS.md).
+      if (workers === 1) expect(outcomes.resetNew).toBe(0);
       expect(outcomes.closeAfterSignal).toBe(outcomes.afterSignal);
       expect(server.logs.map((l) => l.msg)).not.toContain('shutdown deadline passed; exiting');
       // Every answered request is counted (the final flush wrote the last batch).
