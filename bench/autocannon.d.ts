@@ -24,6 +24,7 @@ declare module 'autocannon' {
     connectionRate?: number;
     headers?: Record<string, string>;
     requests?: { method?: string; setupRequest?: (req: Record<string, unknown>) => Record<string, unknown> }[];
+    timeout?: number;
   }
   function autocannon(options: Options): Promise<Result>;
   export default autocannon;

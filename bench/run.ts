@@ -17,6 +17,7 @@ import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
 import { startBareServer, startFullServer } from './servers';
+import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
 import { endpoints, sampleData, type Endpoint } from './workload';
 
@@ -287,6 +288,8 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
 }
 
 async function main(): Promise<void> {
+  if (process.argv.slice(2).some((a) => a === '--soak' || a.startsWith('--soak=')))
+    return soakMain(process.argv.slice(2));
   let args: BenchArgs;
   try {
     args = parseBenchArgs(process.argv.slice(2), process.env);

@@ -7,6 +7,9 @@ import path from 'node:path';
 export interface RunningServer {
   url: string;
   stop(): Promise<void>;
+  /** The full server's operator listener (GraphQL, /metrics) and process id (the soak reads both). */
+  adminUrl?: string;
+  pid?: number;
 }
 
 export async function freePort(): Promise<number> {
@@ -83,7 +86,7 @@ export async function startFullServer(opts: {
   });
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${url}/api/v1/partner/openapi.json`, child);
-  return { url, stop: stopper(child) };
+  return { url, stop: stopper(child), adminUrl: `http://127.0.0.1:${adminPort}`, pid: child.pid };
 }
 
 export async function startBareServer(opts: {

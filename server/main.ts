@@ -25,6 +25,7 @@ import { loadConfig, type Config } from './config';
 import { locateDatabase, type DatabaseLocation } from './db/database';
 import { migrateDatabase } from './db/migrate';
 import { createPool } from './db/pools';
+import { guardPool } from './db/pg-breaker';
 import { createReadPool, ReadRoutingPool } from './db/read-pool';
 import { postgresCheck } from './http/health';
 import { createRedisClient, redisTarget } from './redis';
@@ -42,6 +43,7 @@ import { clusterMetricsText } from './metrics-cluster';
 import { startWebhookRunner } from './webhooks/runner';
 import { createEmailSender } from './email/sender';
 import { maintenanceCrontab, maintenanceTasks } from './maintenance/tasks';
+import { startupConfigProblem } from './startup-check';
 
 /** The demo generator only seeds an empty database: no cities, bars, categories or users. */
 async function hasBarData(url: string): Promise<boolean> {
@@ -91,10 +93,10 @@ type Role = 'single' | 'primary' | 'worker';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const problem = cluster.isWorker ? undefined : startupConfigProblem(config);
+  if (problem) fail(problem);
   const role: Role = cluster.isWorker ? 'worker' : config.webConcurrency > 1 ? 'primary' : 'single';
   const logger = createLogger(config.logLevel).child(role === 'worker' ? { worker: cluster.worker?.id } : {});
-  if (config.email.missing.length)
-    fail(`production needs ${config.email.missing.join(', ')} (e-mail alerts; see README)`);
   let shuttingDown = false;
   let workers: ClusterWorkers | undefined;
 
@@ -216,6 +218,8 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     queryTimeoutMs: config.pgQueryDeadlineMs,
   });
   cleanups.push({ name: 'partner pool', run: () => pool.end() });
+  // A frozen primary: partner requests get 503 + Retry-After after ~2 s of silence, not the 11 s deadline.
+  guardPool(pool, { probeUrl: dbUrl, name: 'primary', logger });
   trackPool('partner', pool); // partner_db_pool_connections{pool="partner"}
 
   // Partner endpoint functions on the read replicas (DATABASE_READ_URLS), the primary when none answers;
@@ -249,6 +253,7 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
   const graphqlPool = createGraphqlPool(dbUrl, config);
   cleanups.push({ name: 'GraphQL pool', run: () => graphqlPool.end() });
   trackPool('graphql', graphqlPool);
+  const exportStop = new AbortController(); // running exports end cleanly before the drain's deadline
   const app = createPartnerApp({
     config,
     logger,
@@ -256,7 +261,11 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     guard: guard.handlers,
     graphql: graphqlRoutes({ pool: graphqlPool, guard, logger }),
     // exports read the primary: the watermark needs the writers' pg_stat_activity, a replica may lag
-    export: { pool, slots: exportRedis ? new RedisExportSlots(exportRedis, { logger }) : undefined },
+    export: {
+      pool,
+      slots: exportRedis ? new RedisExportSlots(exportRedis, { logger }) : undefined,
+      stop: exportStop.signal,
+    },
     email: { linkKey: config.email.linkKey, pool }, // unsubscribe links: a write, on the primary
     health: {
       draining: () => draining,
@@ -272,7 +281,12 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     await runCleanups(undefined);
     fail(e.code === 'EADDRINUSE' ? `port ${config.port} is already in use; set PORT` : e.message);
   });
-  drainListener = (deadlineMs) => server.drain(deadlineMs) as Promise<unknown> as Promise<Record<string, unknown>>;
+  drainListener = (deadlineMs) => {
+    const cut = setTimeout(() => exportStop.abort(), Math.max(deadlineMs / 2, deadlineMs - 1000));
+    return server.drain(deadlineMs).finally(() => clearTimeout(cut)) as Promise<unknown> as Promise<
+      Record<string, unknown>
+    >;
+  };
   if (cluster.isWorker) logger.info({ port: config.port }, 'worker listening');
   return (server.address() as AddressInfo).port;
 }

@@ -16,6 +16,7 @@
 import pg from 'pg';
 import type { Logger } from '../log';
 import { trackPool, untrackPool } from '../metrics';
+import { guardPool, type PgBreakerOptions } from './pg-breaker';
 import { createPool, type PoolOptions } from './pools';
 
 export interface ReadinessLike {
@@ -40,8 +41,8 @@ export function replicaCannotServe(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;
   const code = e.code ?? '';
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH'].includes(code))
-    return true;
+  const network = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH'];
+  if ([...network, 'EPGFROZEN'].includes(code)) return true; // EPGFROZEN: its breaker is open (pg-breaker.ts)
   // 08: connection exception; 57P01-03: shutdown / cannot connect now; 53300: too many connections;
   // 40001: canceling statement due to conflict with recovery; 25006: read-only transaction (a function that writes);
   // 3D000: database missing on that server; 28xxx: authentication.
@@ -70,12 +71,15 @@ export class ReadRoutingPool extends pg.Pool {
     readUrls: string[],
     options: PoolOptions,
     private readonly logger: Logger,
+    breaker: Pick<PgBreakerOptions, 'silenceMs' | 'probeMs'> = {},
   ) {
     super({ max: 1 }); // never used: every call is routed
     this.replicas = readUrls.map((url, i) => {
       const name = `replica:${i + 1}`;
       const pool = createPool(url, { ...options, applicationName: `${options.applicationName}-read` });
       trackPool(name, pool);
+      // A frozen replica: its waiting queries fail over to the next one or the primary within ~2 s.
+      guardPool(pool, { probeUrl: url, name, logger, ...breaker });
       return { name: `${name} ${describe(url)}`, pool, downUntil: 0, backoffMs: MIN_BACKOFF_MS };
     });
   }
@@ -184,6 +188,7 @@ export function createReadPool(
   readUrls: string[],
   options: PoolOptions,
   logger: Logger,
+  breaker: Pick<PgBreakerOptions, 'silenceMs' | 'probeMs'> = {},
 ): ReadRoutingPool | pg.Pool {
-  return readUrls.length ? new ReadRoutingPool(primary, readUrls, options, logger) : primary;
+  return readUrls.length ? new ReadRoutingPool(primary, readUrls, options, logger, breaker) : primary;
 }

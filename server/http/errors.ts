@@ -29,7 +29,11 @@ export const INVALID_INPUT = 'PT400';
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(e.code))
+  // EPGFROZEN: the database breaker is open (db/pg-breaker.ts).
+  if (
+    e.code &&
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EPGFROZEN'].includes(e.code)
+  )
     return true;
   // 57P01-03: admin shutdown, crash shutdown, cannot connect now; 53300: too many connections; 08*: connection exceptions
   if (e.code && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', '53300'].includes(e.code))) return true;

@@ -73,14 +73,27 @@ export function clientErrorAnswer(code: string | undefined): [number, string, st
   }
 }
 
+/** Answers with the raw JSON error on an express-less response; the connection closes after it. */
+function rawAnswer(res: http.ServerResponse, status: number, reason: string, message: string): void {
+  res.shouldKeepAlive = false;
+  const [head = '', body = ''] = rawJsonError(status, reason, message).split('\r\n\r\n');
+  for (const line of head.split('\r\n').slice(1)) {
+    const i = line.indexOf(':');
+    res.setHeader(line.slice(0, i), line.slice(i + 2));
+  }
+  res.statusCode = status;
+  res.end(body);
+}
+
 export interface PartnerServer extends http.Server {
   /**
-   * Stops accepting, marks in-flight answers Connection: close, closes
-   * keep-alive connections that stay idle for a grace period (1 s); resolves when every connection is gone, or
-   * destroys the rest after `deadlineMs`. Returns how many answers were
-   * in flight when it started and how many sockets had to be destroyed.
+   * Stops accepting (after the connections already queued are accepted), marks in-flight answers
+   * Connection: close (and answers requests that arrive meanwhile the same way), closes keep-alive
+   * connections once idle for a grace period (1 s); resolves when every connection is gone, or
+   * destroys the rest after `deadlineMs`. Returns how many answers were in flight when it started,
+   * how many idle connections it closed and how many sockets had to be destroyed.
    */
-  drain(deadlineMs: number): Promise<{ inFlight: number; destroyed: number }>;
+  drain(deadlineMs: number): Promise<{ inFlight: number; destroyed: number; closedIdle: number }>;
   readonly draining: boolean;
 }
 
@@ -94,28 +107,35 @@ export function createPartnerServer(
   const sockets = new Set<Duplex>();
   let draining = false;
 
+  /** Sockets with no request in progress, and since when (a fresh connection counts as idle). */
+  const idleSince = new WeakMap<Duplex, number>();
+  const busy = new WeakMap<Duplex, number>(); // answers in progress (more than one when pipelined)
   const listener: RequestListener = (req, res) => {
     active.add(res);
-    res.once('close', () => active.delete(res));
+    const socket = req.socket;
+    idleSince.delete(socket);
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      active.delete(res);
+      const left = (busy.get(socket) ?? 1) - 1;
+      busy.set(socket, left);
+      if (left === 0) idleSince.set(socket, Date.now());
+    });
     if (draining) res.setHeader('Connection', 'close');
+    // Node's own answer to an HTTP/1.1 request without Host is a bare 400 (requireHostHeader is off below).
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined)
+      return rawAnswer(res, 400, 'Bad Request', 'Malformed request: an HTTP/1.1 request needs a Host header');
     const length = Number(req.headers['content-length'] ?? 0);
-    if (length > l.maxBodyBytes) {
-      res.shouldKeepAlive = false;
-      const text = rawJsonError(413, 'Content Too Large', 'Request body too large; this API takes no request body');
-      const [head = '', body = ''] = text.split('\r\n\r\n');
-      for (const line of head.split('\r\n').slice(1)) {
-        const i = line.indexOf(':');
-        res.setHeader(line.slice(0, i), line.slice(i + 2));
-      }
-      res.statusCode = 413;
-      res.end(body);
-      return;
-    }
+    if (length > l.maxBodyBytes)
+      return rawAnswer(res, 413, 'Content Too Large', 'Request body too large; this API takes no request body');
     app(req, res);
   };
 
   // How often Node checks headersTimeout / requestTimeout (default 30 s: far too coarse for a 10 s limit).
-  const checks = { connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 2))) };
+  const checks = {
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 2))),
+    requireHostHeader: false, // the listener answers the missing Host itself (JSON, X-Request-Id)
+  };
   const server = (
     config.tls
       ? https.createServer(
@@ -132,12 +152,14 @@ export function createPartnerServer(
 
   server.on('connection', (socket: Duplex) => {
     sockets.add(socket);
+    idleSince.set(socket, Date.now());
     socket.once('close', () => sockets.delete(socket));
   });
   if (config.tls) {
     // TLS sockets: track the secure socket (the one requests run on).
     server.on('secureConnection', (socket: Duplex) => {
       sockets.add(socket);
+      idleSince.set(socket, Date.now());
       socket.once('close', () => sockets.delete(socket));
     });
   }
@@ -149,6 +171,13 @@ export function createPartnerServer(
     }
     const [status, reason, message] = clientErrorAnswer(err.code);
     socket.end(rawJsonError(status, reason, message, status === 405 ? 'Allow: GET, HEAD\r\n' : ''));
+  });
+
+  // An Expect other than 100-continue: Node's default is a bare 417.
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    active.add(res);
+    res.once('close', () => active.delete(res));
+    rawAnswer(res, 417, 'Expectation Failed', `Unsupported Expect header: ${String(req.headers.expect).slice(0, 100)}`);
   });
 
   // CONNECT is not routed to the request listener; without a listener Node just drops the socket.
@@ -171,18 +200,32 @@ export function createPartnerServer(
     for (const res of active) if (!res.headersSent) res.setHeader('Connection', 'close');
     return new Promise((resolve) => {
       let destroyed = 0;
+      let closedIdle = 0;
       const finish = () => {
         clearTimeout(hard);
         clearInterval(idle);
         // http.Server.close: its own bookkeeping (the net listener is already closed).
-        server.close(() => resolve({ inFlight, destroyed }));
+        server.close(() => resolve({ inFlight, destroyed, closedIdle }));
       };
-      // Stop accepting, but do not drop idle keep-alive connections at once (http.Server.close
-      // would): a client may have just sent its next request on one. Busy connections close after
-      // their Connection: close answer; connections idle for the grace period are closed then.
+      // Stop accepting now: clients told Connection: close reconnect and are refused (not reset).
       net.Server.prototype.close.call(server, finish);
-      const grace = Math.min(1000, Math.floor(deadlineMs / 2));
-      const idle = setInterval(() => server.closeIdleConnections(), grace);
+      // Busy connections close after their Connection: close answer. A keep-alive connection is
+      // closed only once it has been idle for the grace period: one that just got its answer may
+      // already carry the client's next request (http.Server.closeIdleConnections would reset it).
+      const grace = Math.min(1000, Math.floor(deadlineMs / 4));
+      const idle = setInterval(
+        () => {
+          const now = Date.now();
+          for (const s of sockets) {
+            const since = idleSince.get(s);
+            if (since !== undefined && now - since >= grace) {
+              closedIdle++;
+              s.destroy();
+            }
+          }
+        },
+        Math.max(10, Math.floor(grace / 5)),
+      );
       const hard = setTimeout(() => {
         destroyed = sockets.size;
         for (const s of sockets) s.destroy();

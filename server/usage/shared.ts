@@ -34,8 +34,10 @@ export class SharedUsage {
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: SharedUsageOptions) {
+    // flush() and sweep() queue themselves on the chain: wrapping them in serial() again would make
+    // the outer link wait for an inner one queued behind it (a deadlock from the first tick on).
     const every = (ms: number, fn: () => Promise<unknown>) => {
-      const t = setInterval(() => void this.serial(fn), ms);
+      const t = setInterval(() => void fn(), ms);
       t.unref();
       this.timers.push(t);
     };

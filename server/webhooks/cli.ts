@@ -1,10 +1,10 @@
 /**
  * Admin CLI commands for webhooks (operators.md §4), registered in
- * server/admin/cli.ts: `webhook set`, `webhook remove`, `webhook deliveries`.
+ * server/admin/cli.ts: `webhook set`, `webhook rotate-secret`, `webhook remove`, `webhook deliveries`.
  */
 import { parse, uuid, UsageError, type AdminCommand } from '../admin/args';
 import { WebhookUrlError } from './address';
-import { listDeliveries, removeWebhookEndpoint, setWebhookEndpoint } from './endpoints';
+import { listDeliveries, removeWebhookEndpoint, rotateWebhookSecret, setWebhookEndpoint } from './endpoints';
 import { webhookSettings } from './settings';
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -24,6 +24,16 @@ export const WEBHOOK_COMMANDS: AdminCommand[] = [
         if (e instanceof WebhookUrlError) throw new UsageError(`URL refused: ${e.message}`);
         throw e;
       }
+    },
+  },
+  {
+    name: 'webhook rotate-secret',
+    synopsis: 'SUBSCRIBER_ID',
+    description:
+      'Gives the subscriber\'s endpoint a new secret; the old one stays valid for 24 h (deliveries carry both signatures meanwhile); prints {"subscriber_id","url","secret","previous_secret_valid_until"}: the new whsec_ secret is shown once.',
+    async run(pool, args) {
+      const { positionals } = parse(args, {}, ['SUBSCRIBER_ID'], this.name);
+      return rotateWebhookSecret(pool, webhookSettings(), uuid(positionals[0], 'SUBSCRIBER_ID'));
     },
   },
   {

@@ -30,6 +30,33 @@ export async function setWebhookEndpoint(
   return { subscriber_id: rows[0]!.subscriber_id, url: rows[0]!.url, secret };
 }
 
+export interface RotateSecretResult {
+  subscriber_id: string;
+  url: string;
+  secret: string;
+  previous_secret_valid_until: string;
+}
+
+/** A new secret for the endpoint; the replaced one still signs (beside it) for 24 h. */
+export async function rotateWebhookSecret(
+  pool: Pool,
+  settings: WebhookSettings,
+  subscriberId: string,
+): Promise<RotateSecretResult> {
+  const secret = generateSecret();
+  const { rows } = await pool.query<{ subscriber_id: string; url: string; previous_secret_valid_until: Date }>(
+    'select subscriber_id, url, previous_secret_valid_until from admin.rotate_webhook_secret($1, $2)',
+    [subscriberId, encryptSecret(settings.key, secret)],
+  );
+  const row = rows[0]!;
+  return {
+    subscriber_id: row.subscriber_id,
+    url: row.url,
+    secret,
+    previous_secret_valid_until: row.previous_secret_valid_until.toISOString(),
+  };
+}
+
 export async function removeWebhookEndpoint(pool: Pool, subscriberId: string): Promise<boolean> {
   const { rows } = await pool.query<{ removed: boolean }>('select admin.remove_webhook_endpoint($1) as removed', [
     subscriberId,

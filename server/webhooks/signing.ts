@@ -38,12 +38,14 @@ export interface SignedHeaders {
   'content-type': 'application/json';
 }
 
-export function signedHeaders(secret: string, id: string, body: string, now = new Date()): SignedHeaders {
+/** One secret, or several during a rotation: one signature each, space-separated (Standard Webhooks). */
+export function signedHeaders(secret: string | string[], id: string, body: string, now = new Date()): SignedHeaders {
   const ts = Math.floor(now.getTime() / 1000);
+  const secrets = Array.isArray(secret) ? secret : [secret];
   return {
     'webhook-id': id,
     'webhook-timestamp': String(ts),
-    'webhook-signature': sign(secret, id, ts, body),
+    'webhook-signature': secrets.map((s) => sign(s, id, ts, body)).join(' '),
     'content-type': 'application/json',
   };
 }

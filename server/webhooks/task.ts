@@ -21,6 +21,8 @@ interface EventRow {
   status: string;
   url: string | null;
   secret_encrypted: string | null;
+  /** The current secret, and the replaced one while a rotation's overlap lasts. */
+  secrets: string[] | null;
 }
 
 export function webhookBody(e: { id: string; type: string; created_at: string; payload: unknown }): string {
@@ -33,7 +35,7 @@ export function deliverTask(pool: Pool, settings: WebhookSettings, timeoutMs?: n
     if (typeof eventId !== 'string') throw new Error('webhook_deliver: payload without event_id');
     const { rows } = await pool.query<EventRow>(
       `select d.id, d.type, to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
-              d.payload, d.status, e.url, e.secret_encrypted
+              d.payload, d.status, e.url, e.secret_encrypted, admin.webhook_signing_secrets(d.subscriber_id) as secrets
          from admin.webhook_deliveries d
          left join admin.webhook_endpoints e on e.subscriber_id = d.subscriber_id
         where d.id = $1`,
@@ -55,10 +57,10 @@ export function deliverTask(pool: Pool, settings: WebhookSettings, timeoutMs?: n
       return; // no retry: there is nowhere to send it
     }
     const body = webhookBody(event);
-    const secret = decryptSecret(settings.key, event.secret_encrypted);
+    const secrets = (event.secrets ?? [event.secret_encrypted]).map((s) => decryptSecret(settings.key, s));
     const result = await attemptDelivery(
       event.url,
-      { ...signedHeaders(secret, event.id, body) },
+      { ...signedHeaders(secrets, event.id, body) },
       body,
       settings,
       timeoutMs,

@@ -10,6 +10,9 @@ test('NODE_ENV=production without SMTP_URL, MAIL_FROM, PUBLIC_BASE_URL, EMAIL_LI
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: '0', ADMIN_PORT: '0' };
   for (const name of ['SMTP_URL', 'MAIL_FROM', 'PUBLIC_BASE_URL', 'EMAIL_LINK_KEY', 'DATABASE_URL']) delete env[name];
   env.MAIL_FROM = 'Alerts <a@example.com>';
+  // so that the e-mail settings are the first problem (the database is never reached)
+  env.WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+  env.DATABASE_URL = 'postgres://postgres@127.0.0.1:1/unused';
   const run = spawnSync(process.execPath, [path.join(projectRoot, 'test/hardening/run-ts.js'), 'server/main.ts'], {
     cwd: projectRoot,
     env,

@@ -187,6 +187,8 @@ function generate(r: ReturnType<typeof rng>, goodKey: string): { method: string;
   else if (extra < 0.22) headers.push(`X-Big: ${'b'.repeat(20_000)}`);
   else if (extra < 0.24) headers.push('Expect: 100-continue');
   else if (extra < 0.26) headers.push('Upgrade: websocket', 'Connection: Upgrade');
+  else if (extra < 0.28) headers.push(`Expect: ${r.pick(['200-ok', 'teapot', '100-continue, x', ''])}`);
+  else if (extra < 0.3) headers.shift(); // no Host
   const body = headers.some((h) => h.startsWith('Content-Length: 5')) ? 'hello' : '';
   return { method, bytes: `${method} ${target} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n${body}` };
 }

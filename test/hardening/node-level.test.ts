@@ -59,6 +59,8 @@ describe('Node-level answers', () => {
     ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
     ['body too large', `GET ${P}/bars HTTP/1.1\r\nHost: x\r\nContent-Length: 9999999\r\n\r\n`, 413],
     ['conflicting lengths', `GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n`, 400],
+    ['HTTP/1.1 without Host', `GET ${P}/bars HTTP/1.1\r\nConnection: close\r\n\r\n`, 400],
+    ['unknown Expect', `GET ${P}/bars HTTP/1.1\r\nHost: x\r\nExpect: tea-please\r\n\r\n`, 417],
     ['NUL in the path', `GET ${P}/bars/%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 400],
   ])('%s: a JSON answer with X-Request-Id', async (_name, request, status) => {
     const answer = parse(await raw(port, request));

@@ -76,6 +76,31 @@ create or replace trigger export_touch before update on private.bars
 create or replace trigger export_touch before update on private.events
   for each row execute function private.export_events_touch_row();
 
+-- TRUNCATE of a partner-visible table (bars, events; a bar's events go with it) writes a tombstone
+-- for every row, like DELETE does, so an incremental export (updated_since) tells its consumer to
+-- drop them. Recorded rather than refused: the seed's --reset truncates these tables on purpose.
+create or replace function private.export_truncate_tombstones() returns trigger
+  language plpgsql volatile
+as $$
+begin
+  if tg_table_name = 'bars' then
+    insert into private.tombstones as t (kind, id, city_id, deleted_at)
+    select 'bar', b.id, b.city_id, now() from private.bars b
+    on conflict (kind, id) do update set city_id = excluded.city_id, deleted_at = excluded.deleted_at;
+  elsif tg_table_name = 'events' then
+    insert into private.tombstones as t (kind, id, city_id, deleted_at)
+    select 'event', e.id, e.city_id, now() from private.events e
+    on conflict (kind, id) do update set city_id = excluded.city_id, deleted_at = excluded.deleted_at;
+  end if;
+  return null;
+end
+$$;
+
+create or replace trigger export_truncate before truncate on private.bars
+  for each statement execute function private.export_truncate_tombstones();
+create or replace trigger export_truncate before truncate on private.events
+  for each statement execute function private.export_truncate_tombstones();
+
 -- Moves updated_at of these bars (and nothing when it is already this transaction's).
 create or replace function private.export_touch_bars(p_bar_ids bigint[]) returns void
   language sql volatile

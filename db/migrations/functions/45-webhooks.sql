@@ -92,10 +92,48 @@ begin
   insert into admin.webhook_endpoints as e (subscriber_id, url, secret_encrypted)
   values (subscriber, endpoint_url, set_webhook_endpoint.secret_encrypted)
   on conflict (subscriber_id) do update
-     set url = excluded.url, secret_encrypted = excluded.secret_encrypted, updated_at = now();
+     set url = excluded.url, secret_encrypted = excluded.secret_encrypted, updated_at = now(),
+         previous_secret_encrypted = null, previous_secret_expires_at = null;
   return query select subscriber, endpoint_url;
 end $$;
 revoke all on function admin.set_webhook_endpoint(uuid, text, text) from public;
+
+-- `webhook rotate-secret`: the new secret signs from now on; the one it replaces keeps signing
+-- beside it (two signatures in webhook-signature) for p_overlap (24 h), then is forgotten.
+create or replace function admin.rotate_webhook_secret(subscriber uuid, secret_encrypted text,
+                                                       p_overlap interval default interval '24 hours')
+  returns table (subscriber_id uuid, url text, previous_secret_valid_until timestamptz)
+  language plpgsql volatile
+  set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+  return query
+  update admin.webhook_endpoints e
+     set previous_secret_encrypted = e.secret_encrypted,
+         previous_secret_expires_at = now() + p_overlap,
+         secret_encrypted = rotate_webhook_secret.secret_encrypted,
+         updated_at = now()
+   where e.subscriber_id = subscriber
+  returning e.subscriber_id, e.url, e.previous_secret_expires_at;
+  if not found then
+    raise exception 'subscriber % has no webhook endpoint', subscriber using errcode = 'P0002';
+  end if;
+end $$;
+revoke all on function admin.rotate_webhook_secret(uuid, text, interval) from public;
+
+-- The secrets a delivery is signed with now: the current one, and the replaced one while it is valid.
+create or replace function admin.webhook_signing_secrets(subscriber uuid) returns text[]
+  language plpgsql stable
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return (select array_remove(array[e.secret_encrypted,
+                                    case when e.previous_secret_expires_at > now() then e.previous_secret_encrypted end],
+                              null)
+            from admin.webhook_endpoints e where e.subscriber_id = subscriber);
+end $$;
+revoke all on function admin.webhook_signing_secrets(uuid) from public;
 
 create or replace function admin.remove_webhook_endpoint(subscriber uuid) returns boolean
   language plpgsql volatile

@@ -1,0 +1,439 @@
+/**
+ * `npm run bench -- --soak 30m [--soak-rate R] [--pg-restart "command"] [--connections N]`:
+ * the realistic mix (workload.ts, every endpoint in turn) at a constant rate
+ * (default: half of the maximum measured for 10 s first) for the given time,
+ * on the real server (dist/server/main.js) with a redis-server of its own
+ * (started on a free port, never the machine's), restarting that Redis at a
+ * third of the run and PostgreSQL at two thirds (the --pg-restart command, run
+ * by a shell; skipped when not given).
+ *
+ * Reports per minute: requests, p50/p99/max latency, 5xx, client errors, the
+ * server's RSS and its pool use (partner_db_pool_connections from /metrics);
+ * errors by kind; each restart's recovery (the first second from which the
+ * per-second p99 stays within 1.5x the baseline + 20 ms for 3 s); and a
+ * verdict against issue 22's thresholds: RSS growth under 10 % after the
+ * first 5 minutes (the first sixth of a shorter run), no 5xx outside the
+ * restarts (a restart's window lasts until 10 s after it recovered), p99 back
+ * to normal within 5 s of each restart. Raw figures go to bench/results/.
+ */
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { runLoad } from './load';
+import { freePort, startFullServer } from './servers';
+import { prepareDatabase } from './setup';
+import { endpoints, sampleData, type Endpoint } from './workload';
+
+const PREFIX = '/api/v1/partner';
+
+export interface SoakArgs {
+  durationMs: number;
+  rate: number;
+  connections: number;
+  pgRestart: string | undefined;
+  databaseUrl: string;
+  bars: number;
+}
+
+export const soakUsage = `usage: npm run bench -- --soak 30m [--soak-rate R] [--pg-restart "command"] [--connections N] [--bars N]
+env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench); PG_POOL_MAX`;
+
+/** "30m", "90s", "1h", or seconds. */
+export function parseDuration(raw: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
+  if (!m) throw new Error(`--soak takes a duration like 30m or 120s, got "${raw}"`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Number(m[1]) * unit;
+}
+
+export function parseSoakArgs(argv: string[], env: NodeJS.ProcessEnv): SoakArgs {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      soak: { type: 'string' },
+      'soak-rate': { type: 'string' },
+      'pg-restart': { type: 'string' },
+      connections: { type: 'string' },
+      bars: { type: 'string' },
+    },
+    strict: true,
+  });
+  const num = (name: string, raw: string | undefined, fallback: number) => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${raw}"`);
+    return n;
+  };
+  return {
+    durationMs: parseDuration(values.soak ?? '30m'),
+    rate: num('soak-rate', values['soak-rate'], 0),
+    connections: num('connections', values.connections, 50) || 50,
+    pgRestart: values['pg-restart'] || undefined,
+    databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bars_bench',
+    bars: num('bars', values.bars, 1_000_000),
+  };
+}
+
+/** A redis-server of the soak's own (never the machine's): restartable on the same port. */
+class OwnRedis {
+  private child?: ChildProcess;
+  constructor(readonly port: number) {}
+  get url() {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+  async start(): Promise<void> {
+    this.child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    for (let i = 0; i < 100; i++) {
+      const up = await new Promise<boolean>((resolve) => {
+        const s = net.connect(this.port, '127.0.0.1');
+        s.once('connect', () => (s.destroy(), resolve(true)));
+        s.once('error', () => resolve(false));
+      });
+      if (up) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`redis-server did not start on port ${this.port}`);
+  }
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+interface Second {
+  latencies: number[];
+  status: Record<string, number>;
+  errors: Record<string, number>;
+}
+interface Sample {
+  at: number;
+  rssMb: number;
+  pool: Record<string, number>;
+}
+interface RestartEvent {
+  what: string;
+  at: number;
+  tookMs: number;
+  error?: string;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const maxOf = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
+
+function rssMb(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+async function poolUse(adminUrl: string | undefined, token: string): Promise<Record<string, number>> {
+  if (!adminUrl) return {};
+  try {
+    const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^partner_db_pool_connections\{([^}]*)\} (\d+)/gm)) {
+      const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+      if (labels.pool === 'partner' && labels.state) out[labels.state] = Number(m[2]);
+    }
+    return out;
+  } catch (e) {
+    process.stderr.write(`soak: pool use not read: ${(e as Error).message}\n`);
+    return {};
+  }
+}
+
+async function operatorToken(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<Record<string, unknown>>(
+      `select o.* from admin.create_operator('soak ' || now()::text) o`,
+    );
+    const token = Object.values(rows[0] ?? {}).find((v) => typeof v === 'string' && v.startsWith('pbo_'));
+    return String(token ?? '');
+  } finally {
+    await client.end();
+  }
+}
+
+export interface SoakReport {
+  rate: number;
+  minutes: {
+    minute: number;
+    requests: number;
+    p50: number;
+    p99: number;
+    max: number;
+    s5xx: number;
+    errors: number;
+    rssMb: number;
+    pool: Record<string, number>;
+  }[];
+  errorsByKind: Record<string, number>;
+  statusCounts: Record<string, number>;
+  restarts: (RestartEvent & { recoveredAfterMs: number | null })[];
+  verdict: { rssGrowthPct: number; rssOk: boolean; outside5xx: number; noOutside5xx: boolean; recoveryOk: boolean };
+}
+
+export async function runSoak(args: SoakArgs): Promise<SoakReport> {
+  const db = await prepareDatabase(args.databaseUrl, args.bars, 1);
+  const client = new pg.Client({ connectionString: args.databaseUrl });
+  await client.connect();
+  const list: Endpoint[] = endpoints(await sampleData(client).finally(() => client.end()));
+  let turn = 0;
+  const nextCall = () => list[turn++ % list.length]!.next();
+  const headers = { authorization: `Bearer ${db.apiKey}`, accept: 'application/json' };
+
+  const redis = new OwnRedis(await freePort());
+  await redis.start();
+  const logFile = path.join(os.tmpdir(), 'bench-soak-server.log');
+  const server = await startFullServer({
+    databaseUrl: args.databaseUrl,
+    redisUrl: redis.url,
+    poolMax: Number(process.env.PG_POOL_MAX || 10),
+    logFile,
+    extraEnv: { LOG_LEVEL: 'warn' }, // 30 minutes of access log would fill the disk
+  });
+  const token = await operatorToken(args.databaseUrl);
+  const log = (m: string) => process.stderr.write(`soak: ${m}\n`);
+  try {
+    let rate = args.rate;
+    if (!rate) {
+      const max = await runLoad({
+        url: server.url,
+        nextPath: () => PREFIX + nextCall().path,
+        connections: args.connections,
+        duration: 10,
+        headers,
+      });
+      rate = Math.max(1, Math.round(max.rps / 2));
+      log(`measured max ${Math.round(max.rps)} req/s on the mix; soaking at ${rate} req/s`);
+    }
+
+    const started = Date.now();
+    const seconds: Second[] = [];
+    const at = () => Math.floor((Date.now() - started) / 1000);
+    const second = () => (seconds[at()] ??= { latencies: [], status: {}, errors: {} });
+    const samples: Sample[] = [];
+    const events: RestartEvent[] = [];
+
+    const instance = autocannon({
+      url: server.url,
+      connections: args.connections,
+      duration: args.durationMs / 1000,
+      overallRate: rate,
+      headers,
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: PREFIX + nextCall().path }) }],
+    }) as unknown as NodeJS.EventEmitter & Promise<unknown>;
+    instance.on('response', (_client: unknown, statusCode: number, _bytes: number, ms: number) => {
+      const s = second();
+      s.latencies.push(ms);
+      s.status[statusCode] = (s.status[statusCode] ?? 0) + 1;
+    });
+    instance.on('reqError', (err: NodeJS.ErrnoException) => {
+      const s = second();
+      const kind = err.code ?? err.message;
+      s.errors[kind] = (s.errors[kind] ?? 0) + 1;
+    });
+
+    const sampler = setInterval(() => {
+      void poolUse(server.adminUrl, token).then((pool) =>
+        samples.push({ at: Date.now() - started, rssMb: rssMb(server.pid), pool }),
+      );
+    }, 5000);
+    const restart = async (what: string, fn: () => Promise<void>) => {
+      const t0 = Date.now();
+      const event: RestartEvent = { what, at: t0 - started, tookMs: 0 };
+      try {
+        await fn();
+      } catch (e) {
+        event.error = (e as Error).message;
+      }
+      event.tookMs = Date.now() - t0;
+      events.push(event);
+      log(
+        `${what} restarted at ${Math.round(event.at / 1000)} s (${event.tookMs} ms)${event.error ? `: ${event.error}` : ''}`,
+      );
+    };
+    const timers = [
+      setTimeout(
+        () =>
+          void restart('redis', async () => {
+            await redis.stop();
+            await redis.start();
+          }),
+        args.durationMs / 3,
+      ),
+      setTimeout(
+        () => {
+          if (!args.pgRestart) return log('no --pg-restart command: PostgreSQL is not restarted');
+          void restart('postgresql', async () => void execSync(args.pgRestart!, { stdio: 'ignore', timeout: 120_000 }));
+        },
+        (2 * args.durationMs) / 3,
+      ),
+    ];
+    const minuteTicker = setInterval(() => log(`${Math.round((Date.now() - started) / 60_000)} min`), 60_000);
+    await instance;
+    for (const t of timers) clearTimeout(t);
+    clearInterval(sampler);
+    clearInterval(minuteTicker);
+    return analyse(rate, seconds, samples, events, args.durationMs);
+  } finally {
+    await server.stop();
+    await redis.stop();
+  }
+}
+
+function analyse(
+  rate: number,
+  seconds: Second[],
+  samples: Sample[],
+  events: RestartEvent[],
+  durationMs: number,
+): SoakReport {
+  const all = Array.from({ length: seconds.length }, (_, i) => seconds[i] ?? { latencies: [], status: {}, errors: {} });
+  const p99Of = (secs: Second[]) =>
+    percentile(
+      secs.flatMap((s) => s.latencies).sort((a, b) => a - b),
+      99,
+    );
+  const count5xx = (s: Second) => Object.entries(s.status).reduce((n, [c, k]) => n + (Number(c) >= 500 ? k : 0), 0);
+
+  const restarts = events.map((e) => {
+    const from = Math.floor(e.at / 1000);
+    const baseline = p99Of(all.slice(Math.max(0, from - 60), from));
+    const normal = (s: Second | undefined) =>
+      !!s && (s.latencies.length === 0 || p99Of([s]) <= baseline * 1.5 + 20) && count5xx(s) === 0;
+    let recovered: number | null = null;
+    for (let t = from; t + 2 < all.length; t++)
+      if (normal(all[t]) && normal(all[t + 1]) && normal(all[t + 2])) {
+        recovered = t;
+        break;
+      }
+    const end = Math.ceil((e.at + e.tookMs) / 1000);
+    return {
+      ...e,
+      recoveredAfterMs: recovered === null ? null : Math.max(0, recovered * 1000 - (e.at + e.tookMs)),
+      end,
+    };
+  });
+  const inRestart = (t: number) =>
+    restarts.some(
+      (r) =>
+        t >= Math.floor(r.at / 1000) &&
+        t <= (r.recoveredAfterMs === null ? Infinity : r.end + r.recoveredAfterMs / 1000 + 10),
+    );
+  const outside5xx = all.reduce((n, s, t) => n + (inRestart(t) ? 0 : count5xx(s)), 0);
+
+  const minutes = [];
+  for (let m = 0; m * 60 < all.length; m++) {
+    const secs = all.slice(m * 60, m * 60 + 60);
+    const lat = secs.flatMap((s) => s.latencies).sort((a, b) => a - b);
+    const inMinute = samples.filter((s) => Math.floor(s.at / 60_000) === m);
+    const pool: Record<string, number> = {};
+    for (const s of inMinute) for (const [k, v] of Object.entries(s.pool)) pool[k] = Math.max(pool[k] ?? 0, v);
+    minutes.push({
+      minute: m + 1,
+      requests: lat.length,
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      max: lat[lat.length - 1] ?? NaN,
+      s5xx: secs.reduce((n, s) => n + count5xx(s), 0),
+      errors: secs.reduce((n, s) => n + Object.values(s.errors).reduce((a, b) => a + b, 0), 0),
+      rssMb: maxOf(inMinute.map((s) => s.rssMb).filter(Number.isFinite)),
+      pool,
+    });
+  }
+  const errorsByKind: Record<string, number> = {};
+  const statusCounts: Record<string, number> = {};
+  for (const s of all) {
+    for (const [k, v] of Object.entries(s.errors)) errorsByKind[k] = (errorsByKind[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(s.status)) statusCounts[k] = (statusCounts[k] ?? 0) + v;
+  }
+  // RSS growth after warm-up: the first 5 minutes (a sixth of a shorter run).
+  const warm = Math.min(5 * 60_000, durationMs / 6);
+  const after = samples.filter((s) => s.at >= warm && Number.isFinite(s.rssMb));
+  const rssGrowthPct = after.length
+    ? ((Math.max(...after.map((s) => s.rssMb)) - after[0]!.rssMb) / after[0]!.rssMb) * 100
+    : NaN;
+  return {
+    rate,
+    minutes,
+    errorsByKind,
+    statusCounts,
+    restarts: restarts.map(({ end: _end, ...r }) => r),
+    verdict: {
+      rssGrowthPct,
+      rssOk: rssGrowthPct < 10,
+      outside5xx,
+      noOutside5xx: outside5xx === 0,
+      recoveryOk:
+        restarts.length > 0 && restarts.every((r) => r.recoveredAfterMs !== null && r.recoveredAfterMs <= 5000),
+    },
+  };
+}
+
+export function printSoak(r: SoakReport): void {
+  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
+  console.log(`\n## Soak at ${r.rate} req/s (realistic mix)\n`);
+  console.log(
+    '| minute | requests | p50 ms | p99 ms | max ms | 5xx | client errors | RSS MB | pool total/idle/waiting (max) |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const m of r.minutes)
+    console.log(
+      `| ${m.minute} | ${m.requests} | ${f(m.p50)} | ${f(m.p99)} | ${f(m.max)} | ${m.s5xx} | ${m.errors} | ${f(m.rssMb)} | ${m.pool.total ?? '-'}/${m.pool.idle ?? '-'}/${m.pool.waiting ?? '-'} |`,
+    );
+  console.log(`\nstatus codes: ${JSON.stringify(r.statusCounts)}`);
+  console.log(`errors by kind: ${JSON.stringify(r.errorsByKind)}`);
+  for (const e of r.restarts)
+    console.log(
+      `restart ${e.what} at ${Math.round(e.at / 1000)} s, took ${e.tookMs} ms${e.error ? ` (failed: ${e.error})` : ''}; p99 normal again ${e.recoveredAfterMs === null ? 'never' : `${e.recoveredAfterMs} ms`} after`,
+    );
+  const v = r.verdict;
+  console.log(`\n### Verdict (issue 22 thresholds)\n`);
+  console.log(`- RSS growth after warm-up: ${f(v.rssGrowthPct)} % (< 10 %): ${v.rssOk ? 'PASS' : 'FAIL'}`);
+  console.log(`- 5xx outside the restarts: ${v.outside5xx} (0): ${v.noOutside5xx ? 'PASS' : 'FAIL'}`);
+  console.log(`- p99 back to normal within 5 s of each restart: ${v.recoveryOk ? 'PASS' : 'FAIL'}`);
+}
+
+/** The `--soak` entry of bench/run.ts. */
+export async function soakMain(argv: string[]): Promise<void> {
+  let args: SoakArgs;
+  try {
+    args = parseSoakArgs(argv, process.env);
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${soakUsage}\n`);
+    process.exit(2);
+  }
+  const report = await runSoak(args);
+  printSoak(report);
+  const out = path.resolve(__dirname, '../../bench/results');
+  fs.mkdirSync(out, { recursive: true });
+  fs.writeFileSync(
+    path.join(out, `soak-${new Date().toISOString().replace(/:/g, '-')}.json`),
+    JSON.stringify({ args: { ...args, databaseUrl: undefined }, ...report }, null, 2),
+  );
+}

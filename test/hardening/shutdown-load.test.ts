@@ -1,0 +1,228 @@
+/**
+ * Issue 22: SIGTERM under real load. The real server (server/main.ts in its
+ * own process), a key on a plan with no limits, 50 or 200 keep-alive clients
+ * sending `test_endpoint` and `bars/:id` as fast as they can, with Redis (our
+ * own redis-server) or without, and with WEB_CONCURRENCY=2. Wanted: every
+ * request sent is answered (those answered after the signal with
+ * Connection: close) or refused at connect (the listener is closed), never
+ * reset or left unanswered; the usage flush completes; exit 0 well within
+ * SHUTDOWN_TIMEOUT_MS; every answered request is in the usage table.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { fixtures } from '../support/fixtures';
+import { createPlan, issueKey } from '../support/partner';
+import { OwnRedisServer } from '../support/redis-server';
+
+const SHUTDOWN_TIMEOUT_MS = 8000;
+
+interface Running {
+  child: ChildProcess;
+  port: number;
+  logs: Record<string, unknown>[];
+  listeningAt: number;
+  exited: Promise<{ code: number | null; at: number }>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer(db: TestDatabase, env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(__dirname, 'run-ts.js'), 'server/main.ts'], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: {
+      ...process.env,
+      NODE_ENV: 'development',
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      ADMIN_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SEED_DEMO_DATA: 'false',
+      SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+      REDIS_URL: '',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, at: Date.now() })),
+  );
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          if (entry.msg !== 'request') logs.push(entry);
+          if (entry.msg === 'partner API listening') resolve({ child, port, logs, exited, listeningAt: Date.now() });
+        } catch {
+          /* not a log line */
+        }
+      }
+    });
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
+  });
+}
+
+interface Outcomes {
+  ok: number;
+  afterSignal: number;
+  closeAfterSignal: number;
+  refused: number;
+  reset: number;
+  /** Resets of connections opened after the signal. */
+  resetNew: number;
+  other: string[];
+}
+
+function get(agent: http.Agent, port: number, apiKey: string, route: string) {
+  return new Promise<{ status: number; connection?: string }>((resolve, reject) => {
+    const req = http.get(
+      { host: '127.0.0.1', port, path: `${P}/${route}`, agent, headers: { 'X-API-Key': apiKey } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (e: Error & { newConnection?: boolean }) => {
+      e.newConnection = !req.reusedSocket;
+      reject(e);
+    });
+  });
+}
+
+/** `clients` keep-alive loops until the listener refuses them; SIGTERM once they are all busy. */
+async function loadThenTerminate(server: Running, apiKey: string, barId: string, clients: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+  let signalledAt = 0;
+  const o: Outcomes = { ok: 0, afterSignal: 0, closeAfterSignal: 0, refused: 0, reset: 0, resetNew: 0, other: [] };
+  const routes = ['test_endpoint', `bars/${barId}`];
+  const answered = new Array<number>(clients).fill(0);
+  const client = async (i: number) => {
+    for (let n = i; ; n++) {
+      const sentAt = Date.now();
+      try {
+        const res = await get(agent, server.port, apiKey, routes[n % 2]!);
+        if (res.status !== 200) o.other.push(`status ${res.status}`);
+        else o.ok++;
+        answered[i]!++;
+        if (signalledAt && sentAt > signalledAt) {
+          o.afterSignal++;
+          if (res.connection === 'close') o.closeAfterSignal++;
+        }
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+        if (code === 'ECONNREFUSED') o.refused++;
+        else if (code === 'ECONNRESET' || /socket hang up/.test(code)) {
+          // A connection opened after the signal (the client was told Connection: close and
+          // reconnected) is not a request the server had received when it began to drain.
+          if ((e as { newConnection?: boolean }).newConnection && signalledAt && sentAt > signalledAt) o.resetNew++;
+          else o.reset++;
+        } else o.other.push(code);
+        if (signalledAt) return; // the listener is gone: this client is done
+      }
+    }
+  };
+  const loops = Array.from({ length: clients }, (_, i) => client(i));
+  // Busy: every client has its keep-alive connection and has been answered twice on it, and the
+  // server has run past its first periodic usage flush (5 s: the hang began at that tick).
+  while (answered.some((n) => n < 2) || Date.now() - server.listeningAt < 5500)
+    await new Promise((r) => setTimeout(r, 50));
+  signalledAt = Date.now();
+  server.child.kill('SIGTERM');
+  const { code, at } = await server.exited;
+  await Promise.all(loops);
+  agent.destroy();
+  return { code, ms: at - signalledAt, outcomes: o };
+}
+
+describe('SIGTERM under real keep-alive load (server in its own process)', () => {
+  let db: TestDatabase;
+  let apiKey: string;
+  let keyId: string;
+  let barId: string;
+  let redis: OwnRedisServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const f = fixtures(db.owner);
+    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+    barId = String(await f.bar(city, { name: 'The Tap' }));
+    ({ apiKey, keyId } = await issueKey(db.owner, { plan: await createPlan(db.owner, null) }));
+    redis = await OwnRedisServer.start();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    await db.drop();
+  });
+
+  const usageCount = async () => {
+    const { rows } = await db.owner.query<{ n: string }>(
+      'select coalesce(sum(requests), 0) as n from admin.daily_usage where api_key_id = $1',
+      [keyId],
+    );
+    return Number(rows[0]!.n);
+  };
+
+  test.each([
+    { clients: 50, withRedis: true, workers: 1 },
+    { clients: 200, withRedis: true, workers: 1 },
+    { clients: 50, withRedis: false, workers: 1 },
+    { clients: 200, withRedis: false, workers: 1 },
+    { clients: 50, withRedis: true, workers: 2 },
+  ])(
+    '$clients clients, Redis $withRedis, WEB_CONCURRENCY=$workers: all answered or refused, exit 0',
+    async ({ clients, withRedis, workers }) => {
+      const before = await usageCount();
+      const server = await startServer(db, {
+        REDIS_URL: withRedis ? redis.url : '',
+        WEB_CONCURRENCY: String(workers),
+      });
+      const { code, ms, outcomes } = await loadThenTerminate(server, apiKey, barId, clients);
+      const steps = server.logs.filter((l) => l.msg === 'shutdown step done' || l.msg === 'partner listener closed');
+
+      expect({
+        code,
+        reset: outcomes.reset,
+        other: outcomes.other,
+        steps: steps.length > 0,
+        log: code === 0 ? [] : server.logs.map((l) => String(l.msg)),
+      }).toEqual({
+        code: 0,
+        reset: 0,
+        other: [],
+        steps: true,
+        log: [],
+      });
+      expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
+      // One process: a client that reconnects after its Connection: close answer is refused, never
+      // reset. With workers the primary keeps accepting until the last worker has closed, and may
+      // reset a connection it accepted after the signal (issue 22, known limit: see OPERATIONS.md).
+      if (workers === 1) expect(outcomes.resetNew).toBe(0);
+      expect(outcomes.closeAfterSignal).toBe(outcomes.afterSignal);
+      expect(server.logs.map((l) => l.msg)).not.toContain('shutdown deadline passed; exiting');
+      // Every answered request is counted (the final flush wrote the last batch).
+      expect((await usageCount()) - before).toBe(outcomes.ok);
+    },
+    120_000,
+  );
+});
