@@ -301,8 +301,9 @@ begin
         select * from (
           select r.line from (
             select b.id, b.updated_at from private.bars b
-            where b.city_id = v_city.id and b.updated_at >= p_updated_since order by b.updated_at, b.id) b
-          cross join lateral private.export_bar_line(b.id, b.updated_at, p_now) r) s
+            where b.city_id = v_city.id and b.updated_at >= p_updated_since) b
+          cross join lateral private.export_bar_line(b.id, b.updated_at, p_now) r
+          order by b.updated_at, b.id) s
         union all
         select * from (
           select private.export_deleted_line(t.kind, t.id, t.deleted_at) from private.tombstones t
@@ -321,8 +322,9 @@ begin
           select r.line from (
             select b.id, b.updated_at from private.bars b
             where b.city_id in (select ci.id from private.cities ci where upper(ci.state) = upper(p_state))
-              and b.updated_at >= p_updated_since order by b.updated_at, b.id) b
-          cross join lateral private.export_bar_line(b.id, b.updated_at, p_now) r) s
+              and b.updated_at >= p_updated_since) b
+          cross join lateral private.export_bar_line(b.id, b.updated_at, p_now) r
+          order by b.updated_at, b.id) s
         union all
         select * from (
           select private.export_deleted_line(t.kind, t.id, t.deleted_at) from private.tombstones t
@@ -340,8 +342,9 @@ begin
         select * from (
           select r.line from (
             select b.id, b.updated_at from private.bars b
-            where b.updated_at >= p_updated_since order by b.updated_at, b.id) b
-          cross join lateral private.export_bar_line(b.id, b.updated_at, p_now) r) s
+            where b.updated_at >= p_updated_since) b
+          cross join lateral private.export_bar_line(b.id, b.updated_at, p_now) r
+          order by b.updated_at, b.id) s
         union all
         select * from (
           select private.export_deleted_line(t.kind, t.id, t.deleted_at) from private.tombstones t
@@ -372,12 +375,13 @@ declare
   v_city private.cities;
   v_since timestamptz := coalesce(p_updated_since, '-infinity');
 begin
+  -- Whole local days in any one zone: comparing them in UTC is comparing the dates.
+  if private.date_bound(p_end_date, 'UTC', true) <= private.date_bound(p_start_date, 'UTC', false) then
+    raise exception using errcode = 'PT400', message = 'end_date must not be before start_date';
+  end if;
   if p_city is not null then
     select * into v_city from private.find_city(p_state, p_city);
     if not found then return null; end if;
-    if private.date_bound(p_end_date, v_city.time_zone, true) <= private.date_bound(p_start_date, v_city.time_zone, false) then
-      raise exception using errcode = 'PT400', message = 'end_date must not be before start_date';
-    end if;
     open c no scroll for
       select * from (
         select (select private.export_event_line(e, b, v_city) from private.bars b where b.id = e.bar_id)

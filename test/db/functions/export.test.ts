@@ -39,9 +39,8 @@ const names = (lines: Line[] | null) =>
   ) ?? null;
 
 /**
- * A changes export of bars: its bar lines as a set, then its tombstone lines in order. The bar lines'
- * order ((updated_at, id), docs/EXPORT.md) is not asserted: 40-export.sql sorts them in a subquery,
- * and with these few rows the plan hash-joins it with the bar documents, which does not keep it.
+ * A changes export of bars: its bar lines as a set, then its tombstone lines in order (the bar lines'
+ * order, (updated_at, id), has a test of its own).
  */
 function changes(lines: Line[] | null) {
   const n = names(lines)!;
@@ -116,6 +115,22 @@ describe('api.export_bars', () => {
       expect(await since(T1, { p_state: 'TX' })).toEqual(set([`bar:${p.a1}`, `bar:${p.a2}`, `bar:${p.d1}`]));
       expect(await since(T1, { p_state: 'TX', p_city: 'Austin' })).toEqual(set([`bar:${p.a1}`, `bar:${p.a2}`]));
       expect(await since(T1_PLUS, { p_state: 'TX' })).toEqual([]);
+    });
+  });
+
+  test('changes since: bar lines by (updated_at, id) on every path (no filter, state, city)', async () => {
+    await sql.run(async (tx) => {
+      const p = await places(tx);
+      // later ids changed earlier, and a tie on updated_at broken by id
+      await setUpdatedAt(tx, 'bars', T1_PLUS, [p.a1]);
+      await setUpdatedAt(tx, 'bars', T1, [p.a2, p.d1]);
+      await setUpdatedAt(tx, 'bars', '2026-11-20T10:00:00.0000015Z', [p.c1]);
+      const order = async (filter: Record<string, string> = {}) =>
+        names(await exported(tx, 'export_bars', { ...filter, p_updated_since: T0 }));
+      const byId = [p.a2, p.d1].sort((x, y) => Number(x) - Number(y));
+      expect(await order()).toEqual([...byId, p.c1, p.a1].map((id) => `bar:${id}`));
+      expect(await order({ p_state: 'TX' })).toEqual([...byId, p.a1].map((id) => `bar:${id}`));
+      expect(await order({ p_state: 'TX', p_city: 'Austin' })).toEqual([p.a2, p.a1].map((id) => `bar:${id}`));
     });
   });
 
@@ -325,15 +340,21 @@ describe('api.export_events', () => {
     });
   });
 
-  test('end_date before start_date in a city is PT400', async () => {
+  test('end_date before start_date is PT400 with or without a city or state', async () => {
     await sql.run(async (tx) => {
       await events(tx);
-      const e = await errorOf(
-        tx,
-        'bar_partner',
-        "select api.export_events('bad', 'TX', 'Austin', p_start_date => '2026-12-02', p_end_date => '2026-12-01')",
+      for (const where of ["'TX', 'Austin'", "'TX', null", 'null, null']) {
+        const e = await errorOf(
+          tx,
+          'bar_partner',
+          `select api.export_events('bad', ${where}, p_start_date => '2026-12-02', p_end_date => '2026-12-01')`,
+        );
+        expect(e).toEqual({ code: 'PT400', message: 'end_date must not be before start_date' });
+      }
+      // the same day is a whole day, not an empty range
+      expect(await exported(tx, 'export_events', { p_start_date: '2026-12-01', p_end_date: '2026-12-01' })).not.toEqual(
+        [],
       );
-      expect(e).toEqual({ code: 'PT400', message: 'end_date must not be before start_date' });
     });
   });
 
