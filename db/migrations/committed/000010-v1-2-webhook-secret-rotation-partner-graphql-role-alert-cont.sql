@@ -1,3 +1,39 @@
+--! Previous: sha1:79da31bc6232f189b41f7e12ce4de6574a9b571f
+--! Hash: sha1:6e966b9c7a9ce5da1c6de918a96ba29eb2958947
+--! Message: v1.2: webhook secret rotation, partner GraphQL role, alert contacts and e-mail deliveries, stored bar texts
+
+--! split: 10-reliability.sql
+-- Issue 22 (reliability round 3).
+
+-- Webhook secret rotation (admin.rotate_webhook_secret, 45-webhooks.sql): the replaced secret keeps
+-- signing, beside the new one, until previous_secret_expires_at (24 h), as Standard Webhooks allows.
+alter table admin.webhook_endpoints add column if not exists previous_secret_encrypted text
+  check (previous_secret_encrypted like 'v1:%');
+alter table admin.webhook_endpoints add column if not exists previous_secret_expires_at timestamptz;
+
+--! split: 20-graphql.sql
+-- The partner GraphQL endpoint's own role (decisions.md v1.2 "GraphQL endpoint (beta)").
+--   bar_partner_graphql  may only EXECUTE the api functions the GraphQL schema serves
+--                        (granted in functions/60-graphql.sql, after those functions exist):
+--                        no credentials, usage, alerts, webhooks or admin functions.
+do $$
+begin
+  if not exists (select 1 from pg_roles where rolname = 'bar_partner_graphql') then
+    create role bar_partner_graphql nologin;
+  end if;
+exception when duplicate_object or unique_violation then null; -- a concurrent migration created it
+end $$;
+
+-- The migrating user must be able to SET ROLE to it (a superuser needs nothing).
+do $$
+begin
+  execute format('grant bar_partner_graphql to %I', current_user);
+exception when others then null;
+end $$;
+
+grant usage on schema api to bar_partner_graphql;
+
+--! split: 30-email.sql
 -- E-mail notifications of usage alerts (issue 21, decisions.md v1.2 "E-mail
 -- notifications of usage alerts", operators.md §5): alert contacts per
 -- subscriber and the e-mail delivery log. Deliveries are written by a trigger
@@ -53,3 +89,23 @@ revoke all on admin.alert_contacts, admin.email_deliveries from bar_operator;
 grant select on admin.alert_contacts, admin.email_deliveries to bar_operator;
 comment on table admin.alert_contacts is 'Alert contacts: up to 5 e-mail addresses per subscriber that receive usage alerts (active, unsubscribed by the recipient, or bouncing until an operator clears it).';
 comment on table admin.email_deliveries is 'Usage-alert e-mails: one per alert and address (minute alerts folded: at most one per key, level and address an hour, alert_count says how many it covers); pending, sent, or failed.';
+
+--! split: 50-serving.sql
+-- Serving path, round 2 (issue 23): the next-events fragment of each bar's detail
+-- JSON, stored as the exact text json_agg produces (functions/10-bar-documents.sql).
+-- One row per bar that has events at all; `body` is its next 10 events as of
+-- `valid_from`, and stays the answer for every instant in [valid_from, valid_until)
+-- (valid_until: the earliest end of the listed events; null when none is listed).
+create table if not exists private.bar_next_events (
+  bar_id bigint primary key,
+  body text not null,
+  valid_from timestamptz not null,
+  valid_until timestamptz
+);
+-- the fragments whose first event has ended (private.bar_next_events_refresh_expired)
+create index if not exists bar_next_events_valid_until on private.bar_next_events (valid_until) where valid_until is not null;
+
+-- hourly_data of each ISO day of the week (1 = Monday) as the exact text the detail
+-- form shows: kept by a BEFORE trigger on occupancy (functions/10-bar-documents.sql).
+-- A plain nullable column: adding it does not rewrite the table.
+alter table private.occupancy add column if not exists hourly_days text[];
