@@ -39,7 +39,7 @@ function freePort(): Promise<number> {
 
 async function startServer(db: TestDatabase, env: Record<string, string>): Promise<Running> {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(__dirname, 'run-ts.js'), 'server/main.ts'], {
+  const child = spawn(process.execPath, [path.join(__dirname, '../hardening/run-ts.js'), 'server/main.ts'], {
     cwd: path.resolve(__dirname, '../..'),
     env: {
       ...process.env,
