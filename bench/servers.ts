@@ -79,6 +79,11 @@ export async function startFullServer(opts: {
       PG_POOL_MAX: String(opts.poolMax),
       // production refuses to start without a webhook encryption key; any 32 bytes do for a benchmark
       WEBHOOK_SECRET_KEY: process.env.WEBHOOK_SECRET_KEY ?? randomBytes(32).toString('base64'),
+      // and without the alert e-mails' settings (no alert fires on the bench's unlimited plan)
+      SMTP_URL: process.env.SMTP_URL ?? 'smtp://127.0.0.1:2525',
+      MAIL_FROM: process.env.MAIL_FROM ?? 'Bench <bench@example.com>',
+      PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? 'https://bench.example.com',
+      EMAIL_LINK_KEY: process.env.EMAIL_LINK_KEY ?? randomBytes(32).toString('base64'),
       ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
       ...opts.extraEnv,
     },
