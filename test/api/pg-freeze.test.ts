@@ -5,60 +5,13 @@
  * The database sits behind a TCP proxy this test freezes (stops forwarding);
  * the machine's PostgreSQL is never touched.
  */
-import net from 'node:net';
 import type { Express } from 'express';
 import { createPool, type Pool } from '../../server/db/pools';
 import { PARTNER_PREFIX as P } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { get } from '../support/openapi';
 import { buildApp } from '../support/partner-app';
-
-/** A TCP forwarder that can stop forwarding (both directions) without closing anything, and resume. */
-class FreezableProxy {
-  private server?: net.Server;
-  private frozen = false;
-  private readonly held: (() => void)[] = [];
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async start(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      const forward = (from: net.Socket, to: net.Socket) =>
-        from.on('data', (chunk) => {
-          if (this.frozen) this.held.push(() => to.write(chunk));
-          else to.write(chunk);
-        });
-      forward(client, upstream);
-      forward(upstream, client);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  freeze(): void {
-    this.frozen = true;
-  }
-
-  thaw(): void {
-    this.frozen = false;
-    for (const send of this.held.splice(0)) send();
-  }
-
-  async stop(): Promise<void> {
-    this.thaw();
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-}
+import { FreezableProxy } from '../support/freezable-proxy';
 
 describe('database frozen (no answers, connections open)', () => {
   let db: TestDatabase;
