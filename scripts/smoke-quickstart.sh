@@ -10,10 +10,11 @@ PG_PORT=$(free_port)
 ADMIN_PORT=$(free_port)
 DATA_DIR=".data/smoke-$$"
 LOG=$(mktemp)
-trap 'rm -rf "$DATA_DIR" "$DATA_DIR.json" "$LOG"' EXIT
+OUTBOX="$DATA_DIR-outbox"
+trap 'rm -rf "$DATA_DIR" "$DATA_DIR.json" "$OUTBOX" "$LOG"' EXIT
 
 echo "smoke: npm start on port $PORT (embedded PostgreSQL on $PG_PORT)"
-export EMBEDDED_PG_PORT="$PG_PORT" EMBEDDED_PG_DIR="$DATA_DIR"
+export EMBEDDED_PG_PORT="$PG_PORT" EMBEDDED_PG_DIR="$DATA_DIR" EMAIL_OUTBOX_DIR="$OUTBOX"
 env -u DATABASE_URL -u REDIS_URL PORT="$PORT" ADMIN_PORT="$ADMIN_PORT" setsid npm start >"$LOG" 2>&1 &
 PID=$!
 
@@ -35,7 +36,7 @@ for path in test_endpoint "search?q=tavern" "bars?limit=5"; do
   [ "$status" = 200 ] || { cat "$LOG"; echo "smoke: expected 200" >&2; kill -TERM -"$PID" || true; exit 1; }
 done
 
-# The README's first GraphQL query (needs the bar_partner_graphql role of migration current/20-graphql.sql, once committed).
+# The README's first GraphQL query (its role, bar_partner_graphql, comes with migration 000010).
 body=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"query":"{ city(state: \"NY\", name: \"New York City\") { bars(first: 3) { totalCount nodes { name occupancy { status } events(first: 2) { nodes { title startAt } } } } } rateLimit { cost remaining resetAt } }"}' \
   "http://127.0.0.1:$PORT/api/v1/partner/graphql")
@@ -44,6 +45,29 @@ case "$body" in
   '{"data":{"city":{"bars":{"totalCount":'*) ;;
   *) cat "$LOG"; echo "smoke: expected the README's GraphQL answer" >&2; kill -TERM -"$PID" || true; exit 1 ;;
 esac
+
+# The README's e-mail walk-through: a small plan exhausted, the alert e-mails in the outbox (no mail server).
+admin() { env -u DATABASE_URL npm run --silent admin -- "$@"; }
+admin plan create "tiny$$" --per-minute 5 --per-day unlimited --per-month unlimited >/dev/null
+ISSUED=$(admin key issue --new-subscriber "Smoke e-mail" --plan "tiny$$")
+TINY_KEY=$(node -pe 'JSON.parse(process.argv[1]).api_key' "$ISSUED")
+SUBSCRIBER=$(node -pe 'JSON.parse(process.argv[1]).subscriber.id' "$ISSUED")
+admin subscriber contacts set "$SUBSCRIBER" smoke@example.com >/dev/null
+codes=""
+for _ in 1 2 3 4 5 6; do
+  codes="$codes $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TINY_KEY" "http://127.0.0.1:$PORT/api/v1/partner/test_endpoint")"
+done
+echo "smoke: a 5/minute plan, six requests ->$codes"
+case "$codes" in *429*) ;; *) cat "$LOG"; echo "smoke: expected a 429" >&2; kill -TERM -"$PID" || true; exit 1 ;; esac
+mails=0
+for _ in $(seq 1 30); do
+  mails=$(grep -l '^Subject: \[Bar Data API\]' "$OUTBOX"/*.eml 2>/dev/null | wc -l)
+  [ "$mails" -gt 0 ] && break
+  sleep 1
+done
+echo "smoke: alert e-mails in the outbox -> $mails"
+[ "$mails" -gt 0 ] || { cat "$LOG"; echo "smoke: expected an alert e-mail in $OUTBOX" >&2; kill -TERM -"$PID" || true; exit 1; }
+if grep -q -- "$TINY_KEY" "$OUTBOX"/*.eml; then echo "smoke: an e-mail contains the API key" >&2; kill -TERM -"$PID" || true; exit 1; fi
 
 # Signal the server process alone (as an orchestrator would): it must stop its own PostgreSQL.
 NODE_PID=$(pgrep -g "$PID" -f '^node dist/server/main.js' | head -1)
