@@ -177,6 +177,9 @@ export function prepareQuery(
 
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], params.variables, { maxErrors: 5 });
   if (coerced.errors) throw reject('BAD_USER_INPUT', coerced.errors.map((e) => e.message).join('; '));
+  // PostgreSQL text cannot hold U+0000 (REST's input hygiene refuses it in parameters too).
+  if (/\\u0000|\0/.test(params.query) || JSON.stringify(coerced.coerced).includes('\\u0000'))
+    throw reject('BAD_USER_INPUT', 'NUL characters (U+0000) are not allowed in arguments or variables');
 
   let cost = constantCosts.get(operation);
   if (!cost) {

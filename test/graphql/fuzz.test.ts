@@ -193,6 +193,21 @@ describe('fuzz: hostile GraphQL documents and variables', () => {
     expect(statuses.get(200) ?? 0).toBeGreaterThan(COUNT / 20); // real answers too
     expect(statuses.get(400) ?? 0).toBeGreaterThan(COUNT / 10);
   }, 180_000);
+
+  test('a NUL character in an argument or a variable is a 400 naming it, never an internal error', async () => {
+    const send = (body: object) =>
+      request(partner.app).post(GRAPHQL_PATH).set('Authorization', `Bearer ${key}`).send(body);
+    for (const body of [
+      { query: '{ bar(id: "1\\u0000") { id } }' },
+      { query: '{ search(q: "a\\u0000b", first: 5) { totalCount } }' },
+      { query: 'query Q($id: ID!) { bar(id: $id) { id } }', variables: { id: '7\u0000' } },
+    ]) {
+      const res = await send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(res.body.errors[0].message).toMatch(/NUL/);
+    }
+  });
 });
 
 function judge(status: number, headers: Record<string, string>, text: string): string | undefined {
