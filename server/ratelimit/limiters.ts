@@ -335,9 +335,7 @@ export class PartnerRateLimits {
     for (const bucket of BUCKETS) {
       const t = triples[bucket];
       if (t.limit === -1) continue;
-      const pk = Buffer.from(
-        createHash('sha256').update(`${w.start[bucket]}:${ctx.keyId}`).digest('hex').slice(0, 12),
-      ).toString('base64');
+      const pk = partitionKey(w.start[bucket], ctx.keyId);
       const t2 = Math.max(0, Math.ceil((w.end[bucket] - Date.now()) / 1000));
       rl.push(`"${bucket}"; r=${t.remaining}; t=${t2}`);
       policy.push(`"${bucket}"; q=${t.limit}; w=${Math.ceil(NOMINAL_WINDOW_MS[bucket] / 1000)}; pk=:${pk}:`);
@@ -351,6 +349,19 @@ export class PartnerRateLimits {
   async close(): Promise<void> {
     for (const store of this.stores) store.shutdown();
   }
+}
+
+/** The draft-8 partition key of one bucket's window and key; the same for every request of that window. */
+const partitionKeys = new Map<string, string>();
+function partitionKey(windowStart: number, keyId: string): string {
+  const id = `${windowStart}:${keyId}`;
+  let pk = partitionKeys.get(id);
+  if (pk === undefined) {
+    pk = Buffer.from(createHash('sha256').update(id).digest('hex').slice(0, 12)).toString('base64');
+    if (partitionKeys.size >= 10_000) partitionKeys.clear(); // old windows: bounded, rebuilt on demand
+    partitionKeys.set(id, pk);
+  }
+  return pk;
 }
 
 /** The client address the failed-auth limit counts by (an IPv6 /56, like the library's default). */
