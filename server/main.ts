@@ -20,7 +20,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { seedDemoData } from '../db/seed';
 import { loadConfig, type Config } from './config';
 import { locateDatabase, type DatabaseLocation } from './db/database';
 import { migrateDatabase } from './db/migrate';
@@ -150,6 +149,8 @@ async function main(): Promise<void> {
 
     if (config.seedDemo && !(await hasBarData(db.url))) {
       logger.info({ bars: config.demoBars }, 'seeding demo data (first start)');
+      // Loaded only to seed: the generator's city tables hold ~100 MB a serving process never needs.
+      const { seedDemoData } = await import('../db/seed/index.js');
       await seedDemoData(db.url, { bars: config.demoBars, onProgress: (m) => process.stderr.write(`${m}\n`) });
     }
   }
