@@ -24,6 +24,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { track } from './children';
 import { runLoad } from './load';
 import { freePort, startFullServer } from './servers';
 import { prepareDatabase } from './setup';
@@ -92,6 +93,7 @@ class OwnRedis {
       ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       { stdio: 'ignore' },
     );
+    track(this.child); // stopped with the runner (SIGINT, SIGTERM, a crash)
     for (let i = 0; i < 100; i++) {
       const up = await new Promise<boolean>((resolve) => {
         const s = net.connect(this.port, '127.0.0.1');
