@@ -3,6 +3,7 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
+import { track } from './children';
 
 export interface RunningServer {
   url: string;
@@ -89,6 +90,7 @@ export async function startFullServer(opts: {
     },
     stdio: ['ignore', log, log],
   });
+  track(child); // stopped with the runner (SIGINT, SIGTERM, a crash)
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${url}/api/v1/partner/openapi.json`, child);
   return { url, stop: stopper(child), adminUrl: `http://127.0.0.1:${adminPort}`, pid: child.pid };
@@ -110,6 +112,7 @@ export async function startBareServer(opts: {
     },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
+  track(child);
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${url}/test_endpoint`, child);
   return { url, stop: stopper(child) };

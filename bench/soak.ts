@@ -8,13 +8,19 @@
  * by a shell; skipped when not given).
  *
  * Reports per minute: requests, p50/p99/max latency, 5xx, client errors, the
- * server's RSS and its pool use (partner_db_pool_connections from /metrics);
- * errors by kind; each restart's recovery (the first second from which the
- * per-second p99 stays within 1.5x the baseline + 20 ms for 3 s); and a
- * verdict against issue 22's thresholds: RSS growth under 10 % after the
- * first 5 minutes (the first sixth of a shorter run), no 5xx outside the
- * restarts (a restart's window lasts until 10 s after it recovered), p99 back
- * to normal within 5 s of each restart. Raw figures go to bench/results/.
+ * server's RSS, V8 heap used (min-max) and total, external and ArrayBuffer
+ * memory, and its pool use (all but RSS from /metrics, every 5 s); errors by
+ * kind; each restart's recovery (the first second from which the per-second
+ * p99 stays within 1.5x the baseline + 20 ms for 3 s); and a verdict against
+ * issue 22's thresholds: RSS growth under 10 % after the first 5 minutes (the
+ * first sixth of a shorter run), no 5xx outside the restarts (a restart's
+ * window lasts until 10 s after it recovered), p99 back to normal within 5 s
+ * of each restart. Beside the RSS figure it prints how much of the growth is
+ * in the JS heap (heap used after GC, i.e. the lowest sample, first minute
+ * after warm-up against the last) and outside it, so a failed RSS criterion
+ * says whether to look for a leak or at the allocator / native memory. Raw
+ * figures go to bench/results/. Stopping the soak (Ctrl-C, SIGTERM) stops the
+ * server and redis-server it started (bench/children.ts).
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,6 +30,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { track } from './children';
 import { runLoad } from './load';
 import { freePort, startFullServer } from './servers';
 import { prepareDatabase } from './setup';
@@ -92,6 +99,7 @@ class OwnRedis {
       ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       { stdio: 'ignore' },
     );
+    track(this.child); // stopped with the runner (SIGINT, SIGTERM, a crash)
     for (let i = 0; i < 100; i++) {
       const up = await new Promise<boolean>((resolve) => {
         const s = net.connect(this.port, '127.0.0.1');
@@ -117,7 +125,14 @@ interface Second {
   status: Record<string, number>;
   errors: Record<string, number>;
 }
-interface Sample {
+/** Memory of the server from /metrics, in MB (NaN when not read). */
+interface Memory {
+  heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+  arrayBuffersMb: number;
+}
+interface Sample extends Memory {
   at: number;
   rssMb: number;
   pool: Record<string, number>;
@@ -134,7 +149,14 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-const maxOf = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
+const maxOfFinite = (xs: number[]) => {
+  const ys = xs.filter(Number.isFinite);
+  return ys.length ? Math.max(...ys) : NaN;
+};
+const minOfFinite = (xs: number[]) => {
+  const ys = xs.filter(Number.isFinite);
+  return ys.length ? Math.min(...ys) : NaN;
+};
 
 function rssMb(pid: number | undefined): number {
   if (!pid) return NaN;
@@ -146,21 +168,36 @@ function rssMb(pid: number | undefined): number {
   }
 }
 
-async function poolUse(adminUrl: string | undefined, token: string): Promise<Record<string, number>> {
-  if (!adminUrl) return {};
+const NO_MEMORY: Memory = { heapUsedMb: NaN, heapTotalMb: NaN, externalMb: NaN, arrayBuffersMb: NaN };
+
+/** The value of an unlabelled (default labels only) metric in a /metrics text, in MB. */
+function metricMb(text: string, name: string): number {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) / 1048576 : NaN;
+}
+
+/** Pool use and memory from the operator /metrics (summed over the workers with WEB_CONCURRENCY > 1). */
+async function scrape(adminUrl: string | undefined, token: string): Promise<{ pool: Record<string, number> } & Memory> {
+  if (!adminUrl) return { pool: {}, ...NO_MEMORY };
   try {
     const res = await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
-    const out: Record<string, number> = {};
+    const pool: Record<string, number> = {};
     for (const m of text.matchAll(/^partner_db_pool_connections\{([^}]*)\} (\d+)/gm)) {
       const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-      if (labels.pool === 'partner' && labels.state) out[labels.state] = Number(m[2]);
+      if (labels.pool === 'partner' && labels.state) pool[labels.state] = Number(m[2]);
     }
-    return out;
+    return {
+      pool,
+      heapUsedMb: metricMb(text, 'nodejs_heap_size_used_bytes'),
+      heapTotalMb: metricMb(text, 'nodejs_heap_size_total_bytes'),
+      externalMb: metricMb(text, 'nodejs_external_memory_bytes'),
+      arrayBuffersMb: metricMb(text, 'partner_nodejs_array_buffers_bytes'),
+    };
   } catch (e) {
-    process.stderr.write(`soak: pool use not read: ${(e as Error).message}\n`);
-    return {};
+    process.stderr.write(`soak: /metrics not read: ${(e as Error).message}\n`);
+    return { pool: {}, ...NO_MEMORY };
   }
 }
 
@@ -189,12 +226,35 @@ export interface SoakReport {
     s5xx: number;
     errors: number;
     rssMb: number;
+    /** The lowest and highest V8 heap used sampled in the minute (the lowest is closest to live data). */
+    heapUsedMinMb: number;
+    heapUsedMaxMb: number;
+    /** The highest of these sampled in the minute. */
+    heapTotalMb: number;
+    externalMb: number;
+    arrayBuffersMb: number;
     pool: Record<string, number>;
   }[];
   errorsByKind: Record<string, number>;
   statusCounts: Record<string, number>;
   restarts: (RestartEvent & { recoveredAfterMs: number | null })[];
-  verdict: { rssGrowthPct: number; rssOk: boolean; outside5xx: number; noOutside5xx: boolean; recoveryOk: boolean };
+  verdict: {
+    rssGrowthPct: number;
+    rssGrowthMb: number;
+    rssOk: boolean;
+    /** At the RSS peak against the first sample after warm-up: the V8 heap (used or kept after GC)... */
+    heapTotalGrowthMb: number;
+    /** ...the rest of the RSS growth (allocator, Buffers, native memory)... */
+    outsideHeapGrowthMb: number;
+    /** ...and of it, external memory (Buffers, ArrayBuffers, native objects V8 knows of). */
+    externalGrowthMb: number;
+    /** Heap used after GC (lowest sample): the last stretch after warm-up against the first (a leak). */
+    heapUsedGrowthPct: number;
+    heapUsedGrowthMb: number;
+    outside5xx: number;
+    noOutside5xx: boolean;
+    recoveryOk: boolean;
+  };
 }
 
 export async function runSoak(args: SoakArgs): Promise<SoakReport> {
@@ -259,9 +319,8 @@ export async function runSoak(args: SoakArgs): Promise<SoakReport> {
     });
 
     const sampler = setInterval(() => {
-      void poolUse(server.adminUrl, token).then((pool) =>
-        samples.push({ at: Date.now() - started, rssMb: rssMb(server.pid), pool }),
-      );
+      const rss = rssMb(server.pid);
+      void scrape(server.adminUrl, token).then((m) => samples.push({ at: Date.now() - started, rssMb: rss, ...m }));
     }, 5000);
     const restart = async (what: string, fn: () => Promise<void>) => {
       const t0 = Date.now();
@@ -362,7 +421,12 @@ function analyse(
       max: lat[lat.length - 1] ?? NaN,
       s5xx: secs.reduce((n, s) => n + count5xx(s), 0),
       errors: secs.reduce((n, s) => n + Object.values(s.errors).reduce((a, b) => a + b, 0), 0),
-      rssMb: maxOf(inMinute.map((s) => s.rssMb).filter(Number.isFinite)),
+      rssMb: maxOfFinite(inMinute.map((s) => s.rssMb)),
+      heapUsedMinMb: minOfFinite(inMinute.map((s) => s.heapUsedMb)),
+      heapUsedMaxMb: maxOfFinite(inMinute.map((s) => s.heapUsedMb)),
+      heapTotalMb: maxOfFinite(inMinute.map((s) => s.heapTotalMb)),
+      externalMb: maxOfFinite(inMinute.map((s) => s.externalMb)),
+      arrayBuffersMb: maxOfFinite(inMinute.map((s) => s.arrayBuffersMb)),
       pool,
     });
   }
@@ -374,10 +438,22 @@ function analyse(
   }
   // RSS growth after warm-up: the first 5 minutes (a sixth of a shorter run).
   const warm = Math.min(5 * 60_000, durationMs / 6);
-  const after = samples.filter((s) => s.at >= warm && Number.isFinite(s.rssMb));
-  const rssGrowthPct = after.length
-    ? ((Math.max(...after.map((s) => s.rssMb)) - after[0]!.rssMb) / after[0]!.rssMb) * 100
-    : NaN;
+  const after = samples.filter((s) => s.at >= warm && Number.isFinite(s.rssMb)).sort((a, b) => a.at - b.at);
+  const base = after[0];
+  const peak = after.reduce<Sample | undefined>((p, s) => (p && p.rssMb >= s.rssMb ? p : s), undefined);
+  const rssGrowthMb = base && peak ? peak.rssMb - base.rssMb : NaN;
+  const rssGrowthPct = base ? (rssGrowthMb / base.rssMb) * 100 : NaN;
+  // Where the RSS growth is, at the RSS peak: the V8 heap (heap total: live data and what V8 keeps
+  // after GC) and the rest (outside the V8 heap), external memory part of the rest.
+  const heapTotalGrowthMb = base && peak ? peak.heapTotalMb - base.heapTotalMb : NaN;
+  // Live JS data: heap used drops at each GC, so the lowest sample is the closest to what is live;
+  // the first third after warm-up (at most a minute) against the last.
+  const end = after.length ? after[after.length - 1]!.at : 0;
+  const stretch = Math.min(60_000, (end - warm) / 3);
+  const heapFloor = (from: number, to: number) =>
+    minOfFinite(after.filter((s) => s.at >= from && s.at <= to).map((s) => s.heapUsedMb));
+  const firstFloor = heapFloor(warm, warm + stretch);
+  const heapUsedGrowthMb = heapFloor(end - stretch, end) - firstFloor;
   return {
     rate,
     minutes,
@@ -386,7 +462,13 @@ function analyse(
     restarts: restarts.map(({ end: _end, ...r }) => r),
     verdict: {
       rssGrowthPct,
+      rssGrowthMb,
       rssOk: rssGrowthPct < 10,
+      heapTotalGrowthMb,
+      outsideHeapGrowthMb: rssGrowthMb - heapTotalGrowthMb,
+      externalGrowthMb: base && peak ? peak.externalMb - base.externalMb : NaN,
+      heapUsedGrowthPct: (heapUsedGrowthMb / firstFloor) * 100,
+      heapUsedGrowthMb,
       outside5xx,
       noOutside5xx: outside5xx === 0,
       recoveryOk:
@@ -395,16 +477,31 @@ function analyse(
   };
 }
 
+const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
+const sign = (n: number) => (Number.isFinite(n) && n >= 0 ? `+${f(n)}` : f(n));
+
+/**
+ * Where the RSS growth is: live JS data (a leak to find), the V8 heap kept after GC, or outside the
+ * V8 heap (allocator, Buffers, native memory).
+ */
+export function whereGrowth(v: SoakReport['verdict']): string {
+  if (![v.rssGrowthMb, v.heapUsedGrowthMb, v.heapTotalGrowthMb].every(Number.isFinite)) return 'not measured';
+  if (v.rssOk) return 'within the threshold';
+  if (v.heapUsedGrowthMb >= v.rssGrowthMb / 2) return 'mostly live JS data: a leak? (take heap snapshots)';
+  if (v.heapTotalGrowthMb >= v.outsideHeapGrowthMb)
+    return 'mostly V8 heap kept after GC (heap total grew, heap used after GC did not): not a JS leak';
+  return 'mostly outside the V8 heap (allocator, Buffers, native memory): not a JS leak';
+}
+
 export function printSoak(r: SoakReport): void {
-  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
   console.log(`\n## Soak at ${r.rate} req/s (realistic mix)\n`);
   console.log(
-    '| minute | requests | p50 ms | p99 ms | max ms | 5xx | client errors | RSS MB | pool total/idle/waiting (max) |',
+    '| minute | requests | p50 ms | p99 ms | max ms | 5xx | client errors | RSS MB | heap used MB (min–max) | heap total MB | external MB | ArrayBuffers MB | pool total/idle/waiting (max) |',
   );
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const m of r.minutes)
     console.log(
-      `| ${m.minute} | ${m.requests} | ${f(m.p50)} | ${f(m.p99)} | ${f(m.max)} | ${m.s5xx} | ${m.errors} | ${f(m.rssMb)} | ${m.pool.total ?? '-'}/${m.pool.idle ?? '-'}/${m.pool.waiting ?? '-'} |`,
+      `| ${m.minute} | ${m.requests} | ${f(m.p50)} | ${f(m.p99)} | ${f(m.max)} | ${m.s5xx} | ${m.errors} | ${f(m.rssMb)} | ${f(m.heapUsedMinMb)}–${f(m.heapUsedMaxMb)} | ${f(m.heapTotalMb)} | ${f(m.externalMb)} | ${f(m.arrayBuffersMb)} | ${m.pool.total ?? '-'}/${m.pool.idle ?? '-'}/${m.pool.waiting ?? '-'} |`,
     );
   console.log(`\nstatus codes: ${JSON.stringify(r.statusCounts)}`);
   console.log(`errors by kind: ${JSON.stringify(r.errorsByKind)}`);
@@ -414,7 +511,16 @@ export function printSoak(r: SoakReport): void {
     );
   const v = r.verdict;
   console.log(`\n### Verdict (issue 22 thresholds)\n`);
-  console.log(`- RSS growth after warm-up: ${f(v.rssGrowthPct)} % (< 10 %): ${v.rssOk ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `- RSS growth after warm-up: ${f(v.rssGrowthPct)} %, ${sign(v.rssGrowthMb)} MB (< 10 %): ${v.rssOk ? 'PASS' : 'FAIL'}`,
+  );
+  console.log(
+    `  - at the RSS peak: V8 heap total ${sign(v.heapTotalGrowthMb)} MB, outside the V8 heap ${sign(v.outsideHeapGrowthMb)} MB (external ${sign(v.externalGrowthMb)} MB)`,
+  );
+  console.log(
+    `  - heap used after GC, first third after warm-up (at most a minute) to the last: ${sign(v.heapUsedGrowthMb)} MB (${sign(v.heapUsedGrowthPct)} %)`,
+  );
+  console.log(`  - so the RSS growth is ${whereGrowth(v)}`);
   console.log(`- 5xx outside the restarts: ${v.outside5xx} (0): ${v.noOutside5xx ? 'PASS' : 'FAIL'}`);
   console.log(`- p99 back to normal within 5 s of each restart: ${v.recoveryOk ? 'PASS' : 'FAIL'}`);
 }

@@ -59,10 +59,17 @@ export async function sampleData(client: pg.Client): Promise<Sample> {
            coalesce((select array_agg(g.slug order by g.slug) from private.groups g where g.city_id = c.id), '{}') as groups
     from private.cities c order by bars desc, c.id`);
   // Popular terms: the most frequent words of bar names; rare: whole names of random bars.
-  const { rows: popular } = await client.query(`
-    select w from (select unnest(string_to_array(lower(name), ' ')) w from private.bars tablesample system (1)) s
-    where length(w) >= 3 group by w order by count(*) desc limit 12`);
-  const { rows: rare } = await client.query(`select name from private.bars tablesample system (0.5) limit 40`);
+  // A small database (a few thousand bars) can sample no page at all: then the whole table.
+  const sampled = async (sql: (bars: string) => string, percent: number) => {
+    const { rows } = await client.query(sql(`private.bars tablesample system (${percent})`));
+    return rows.length ? rows : (await client.query(sql('private.bars'))).rows;
+  };
+  const popular = await sampled(
+    (bars) => `select w from (select unnest(string_to_array(lower(name), ' ')) w from ${bars}) s
+    where length(w) >= 3 group by w order by count(*) desc limit 12`,
+    1,
+  );
+  const rare = await sampled((bars) => `select name from ${bars} limit 40`, 0.5);
   const { rows: categories } = await client.query('select slug from private.categories order by id');
   // The exact totals of the biggest cities (their last pages are worst cases), from the endpoints themselves.
   for (const c of (cities as City[]).slice(0, 5)) {

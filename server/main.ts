@@ -9,7 +9,13 @@
  * the partner app with their own pool, identity cache, change listener
  * (LISTEN) and usage recorder. A worker that dies is replaced; SIGTERM to the
  * primary drains every worker within SHUTDOWN_TIMEOUT_MS (then kills what is
- * left) and stops the database last.
+ * left) and stops the database last, in two phases: first every worker closes
+ * its listener and says so (the primary's shared socket closes with the last
+ * one, so a reconnect is refused, never accepted and reset), then every worker
+ * drains as below. A worker leaves the timing to the primary: a signal sent to
+ * the worker itself (the whole process group) is acted on only if the primary
+ * says nothing within WORKER_SIGNAL_WAIT_MS; a worker whose primary is gone
+ * (IPC disconnect) drains on its own.
  *
  * Shutdown (one process, or each worker): readiness turns 503, the listener
  * stops accepting, in-flight answers go out with Connection: close, sockets
@@ -67,7 +73,22 @@ interface Cleanup {
 const cleanups: Cleanup[] = [];
 /** Set by the partner listener: drains it (first step of the shutdown). */
 let drainListener: ((deadlineMs: number) => Promise<Record<string, unknown>>) | undefined;
+/** Set by the partner listener: closes the net listener only (a worker's first shutdown phase). */
+let stopListener: (() => void) | undefined;
 let draining = false;
+
+/** Cluster IPC between the primary and its workers (two-phase shutdown). */
+const STOP_ACCEPTING = 'partner:stop-accepting'; // primary → worker: close your listener
+const STOPPED_ACCEPTING = 'partner:stopped-accepting'; // worker → primary: closed
+const SHUT_DOWN = 'partner:shutdown'; // primary → worker: drain and exit
+/** How long the primary waits for every worker's STOPPED_ACCEPTING before going on. */
+const STOP_ACCEPTING_WAIT_MS = 1000;
+/** A worker signalled directly waits this long for the primary's messages, then drains on its own. */
+const WORKER_SIGNAL_WAIT_MS = 2000;
+
+function isCommand(message: unknown, cmd: string): boolean {
+  return isRecord(message) && message.cmd === cmd;
+}
 
 async function runCleanups(logger: Logger | undefined): Promise<void> {
   for (const cleanup of cleanups.splice(0).reverse()) {
@@ -122,8 +143,38 @@ async function main(): Promise<void> {
     logger.info({ ms: Date.now() - started }, 'shutdown complete');
     process.exit(0);
   };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  if (role === 'worker') {
+    // The primary leads a worker's shutdown (two phases: stop accepting, then drain).
+    process.on('message', (message: unknown) => {
+      if (isCommand(message, STOP_ACCEPTING)) {
+        draining = true; // readiness 503
+        stopListener?.(); // sends node's internal close message to the primary first...
+        if (process.connected) process.send?.({ cmd: STOPPED_ACCEPTING }); // ...then this, on the same channel
+      } else if (isCommand(message, SHUT_DOWN)) void shutdown('primary');
+    });
+    // The primary is gone (killed, or it exited at its deadline): drain on our own. Node's own
+    // listener (registered before this one) would exit the worker at once on an unexpected
+    // disconnect; marking the disconnect as expected keeps the worker alive for its drain.
+    process.prependListener('disconnect', () => {
+      if (shuttingDown) return;
+      if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
+      void shutdown('disconnect');
+    });
+  }
+  const onSignal = (signal: string) => {
+    // A worker gets the signal sent to the whole process group (Ctrl-C, systemd
+    // KillMode=control-group) too: the primary's messages decide when it stops accepting and
+    // drains. Only a primary that says nothing (the signal was for this worker alone) leaves it
+    // to the worker.
+    if (role === 'worker' && process.connected && !shuttingDown) {
+      logger.info({ signal, waitMs: WORKER_SIGNAL_WAIT_MS }, 'signal to a worker: waiting for the primary');
+      setTimeout(() => void shutdown(signal), WORKER_SIGNAL_WAIT_MS).unref();
+      return;
+    }
+    void shutdown(signal);
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
 
   let dbUrl: string;
   let embedded = false;
@@ -282,6 +333,7 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     await runCleanups(undefined);
     fail(e.code === 'EADDRINUSE' ? `port ${config.port} is already in use; set PORT` : e.message);
   });
+  stopListener = () => server.stopAccepting();
   drainListener = (deadlineMs) => {
     const cut = setTimeout(() => exportStop.abort(), Math.max(deadlineMs / 2, deadlineMs - 1000));
     return server.drain(deadlineMs).finally(() => clearTimeout(cut)) as Promise<unknown> as Promise<
@@ -310,7 +362,7 @@ function startWorkers(config: Config, dbUrl: string, logger: Logger, stopping: (
       if (stopping()) return;
       logger.error({ worker: worker.id, code, signal }, 'worker exited; starting another');
       // Back off when workers die in a loop (e.g. the database is gone).
-      setTimeout(fork, Math.min(250 * 2 ** Math.min(restarts++, 5), 5000)).unref();
+      setTimeout(() => stopping() || fork(), Math.min(250 * 2 ** Math.min(restarts++, 5), 5000)).unref();
     });
     return worker;
   };
@@ -328,31 +380,69 @@ function startWorkers(config: Config, dbUrl: string, logger: Logger, stopping: (
   });
   return {
     listening,
-    stop: (deadlineMs) =>
-      new Promise((resolve) => {
-        const total = live.size;
-        if (total === 0) return resolve({ stopped: 0, killed: 0 });
-        let killed = 0;
-        const timer = setTimeout(
-          () => {
-            for (const w of live) {
-              killed++;
-              w.process.kill('SIGKILL');
-            }
-          },
-          Math.max(0, deadlineMs),
-        );
-        for (const w of live) {
-          w.once('exit', () => {
-            if (live.size === 0) {
-              clearTimeout(timer);
-              resolve({ stopped: total - killed, killed });
-            }
-          });
-          w.process.kill('SIGTERM');
-        }
-      }),
+    stop: async (deadlineMs) => {
+      const total = live.size;
+      if (total === 0) return { stopped: 0, killed: 0 };
+      let killed = 0;
+      const timer = setTimeout(
+        () => {
+          for (const w of live) {
+            killed++;
+            w.process.kill('SIGKILL');
+          }
+        },
+        Math.max(0, deadlineMs),
+      );
+      const exited = Promise.all([...live].map((w) => new Promise((resolve) => w.once('exit', resolve))));
+      // Phase 1: every worker closes its listener (answers still keep-alive, nobody reconnects yet).
+      // node:cluster (round robin) closes the shared socket when the last worker's close message
+      // arrives, and that message precedes the worker's answer on its channel: once every worker
+      // has answered, a client that reconnects is refused. Without this, the primary went on
+      // accepting until the last worker had closed, and reset what it had queued then.
+      const phase1 = await stopAccepting([...live], Math.min(STOP_ACCEPTING_WAIT_MS, deadlineMs / 4));
+      logger.info(phase1, 'workers stopped accepting');
+      // Phase 2: every worker drains (Connection: close, idle keep-alive closed, usage flushed).
+      for (const w of live) {
+        if (w.isConnected()) w.send({ cmd: SHUT_DOWN });
+        else w.process.kill('SIGTERM'); // no channel: the worker drains on the signal itself
+      }
+      await exited;
+      clearTimeout(timer);
+      return { stopped: total - killed, killed };
+    },
   };
+}
+
+/** Asks each worker to close its listener; resolves when all have answered (or exited), or after `waitMs`. */
+function stopAccepting(workers: Worker[], waitMs: number): Promise<{ answered: number; silent: number }> {
+  const waiting = new Set(workers.filter((w) => w.isConnected()));
+  const asked = waiting.size;
+  if (asked === 0) return Promise.resolve({ answered: 0, silent: workers.length });
+  return new Promise((resolve) => {
+    const offs: (() => void)[] = [];
+    const done = () => {
+      clearTimeout(timer);
+      for (const off of offs) off();
+      resolve({ answered: asked - waiting.size, silent: workers.length - asked + waiting.size });
+    };
+    const timer = setTimeout(done, Math.max(0, waitMs));
+    for (const w of [...waiting]) {
+      const settle = () => {
+        waiting.delete(w);
+        if (waiting.size === 0) done();
+      };
+      const onMessage = (message: unknown) => {
+        if (isCommand(message, STOPPED_ACCEPTING)) settle();
+      };
+      w.on('message', onMessage);
+      w.once('exit', settle);
+      offs.push(() => {
+        w.off('message', onMessage);
+        w.off('exit', settle);
+      });
+      w.send({ cmd: STOP_ACCEPTING });
+    }
+  });
 }
 
 function fail(reason: string): never {

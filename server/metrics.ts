@@ -49,6 +49,16 @@ export const redisFallback = new Gauge({
   registers: [registry],
 });
 
+/** Buffers and ArrayBuffers (part of nodejs_external_memory_bytes; prom-client has no default for it). */
+export const arrayBuffersBytes = new Gauge({
+  name: 'partner_nodejs_array_buffers_bytes',
+  help: 'Memory allocated for ArrayBuffers and Buffers (process.memoryUsage().arrayBuffers), part of nodejs_external_memory_bytes',
+  registers: [registry],
+  collect() {
+    this.set(process.memoryUsage().arrayBuffers);
+  },
+});
+
 /** PostgreSQL pool use, by pool name (partner, replica:<n>, ...) and state. */
 export const dbPoolConnections = new Gauge({
   name: 'partner_db_pool_connections',

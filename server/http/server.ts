@@ -12,6 +12,8 @@
  *   buffered body forever (slow readers).
  * - Graceful close (drain): stop accepting, answer what was received with
  *   Connection: close, and destroy what is left when the deadline passes.
+ *   A cluster worker runs the first step alone first (stopAccepting, when the
+ *   primary asks) and the rest later (server/main.ts: two-phase shutdown).
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -86,6 +88,13 @@ function rawAnswer(res: http.ServerResponse, status: number, reason: string, mes
 }
 
 export interface PartnerServer extends http.Server {
+  /**
+   * Closes the net listener only: connections already accepted (and queued) go on as before,
+   * keep-alive included, and answers are not yet marked Connection: close. In a node:cluster
+   * worker this sends the primary its (internal) close message synchronously. Idempotent;
+   * `drain` calls it first.
+   */
+  stopAccepting(): void;
   /**
    * Stops accepting (after the connections already queued are accepted), marks in-flight answers
    * Connection: close (and answers requests that arrive meanwhile the same way), closes keep-alive
@@ -194,7 +203,15 @@ export function createPartnerServer(
   });
 
   Object.defineProperty(server, 'draining', { get: () => draining });
+  /** Settles when the net listener is closed and every connection is gone (net.Server 'close'). */
+  let listenerClosed: Promise<void> | undefined;
+  server.stopAccepting = () => {
+    listenerClosed ??= new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
+  };
   server.drain = (deadlineMs: number) => {
+    // Stop accepting now (unless already done): clients told Connection: close reconnect and are
+    // refused (not reset).
+    server.stopAccepting();
     draining = true;
     const inFlight = active.size;
     for (const res of active) if (!res.headersSent) res.setHeader('Connection', 'close');
@@ -207,8 +224,7 @@ export function createPartnerServer(
         // http.Server.close: its own bookkeeping (the net listener is already closed).
         server.close(() => resolve({ inFlight, destroyed, closedIdle }));
       };
-      // Stop accepting now: clients told Connection: close reconnect and are refused (not reset).
-      net.Server.prototype.close.call(server, finish);
+      void listenerClosed!.then(finish);
       // Busy connections close after their Connection: close answer. A keep-alive connection is
       // closed only once it has been idle for the grace period: one that just got its answer may
       // already carry the client's next request (http.Server.closeIdleConnections would reset it).
