@@ -13,11 +13,12 @@
  * kind; each restart's recovery (the first second from which the per-second
  * p99 stays within 1.5x the baseline + 20 ms for 3 s); and a verdict against
  * issue 22's thresholds: RSS growth under 10 % after the first 5 minutes (the
- * first sixth of a shorter run), no 5xx outside the restarts (a restart's
+ * first sixth of a shorter run: the median RSS of the last 5 minutes against
+ * that of the 5 minutes after warm-up; the highest sample beside it), no 5xx outside the restarts (a restart's
  * window lasts until 10 s after it recovered), p99 back to normal within 5 s
  * of each restart. Beside the RSS figure it prints how much of the growth is
- * in the JS heap (heap used after GC, i.e. the lowest sample, first minute
- * after warm-up against the last) and outside it, so a failed RSS criterion
+ * in the JS heap (heap used after GC, i.e. the lowest sample, in the same two
+ * stretches) and outside it, so a failed RSS criterion
  * says whether to look for a leak or at the allocator / native memory. Raw
  * figures go to bench/results/. Stopping the soak (Ctrl-C, SIGTERM) stops the
  * server and redis-server it started (bench/children.ts).
@@ -239,10 +240,15 @@ export interface SoakReport {
   statusCounts: Record<string, number>;
   restarts: (RestartEvent & { recoveredAfterMs: number | null })[];
   verdict: {
+    /** Median RSS of the first and of the last stretch after warm-up (see summarize). */
+    rssFirstMb: number;
+    rssLastMb: number;
     rssGrowthPct: number;
     rssGrowthMb: number;
     rssOk: boolean;
-    /** At the RSS peak against the first sample after warm-up: the V8 heap (used or kept after GC)... */
+    /** The highest sample after warm-up (the heap's rhythm, a restart's burst). */
+    rssPeakMb: number;
+    /** The last stretch against the first: the V8 heap (used or kept after GC)... */
     heapTotalGrowthMb: number;
     /** ...the rest of the RSS growth (allocator, Buffers, native memory)... */
     outsideHeapGrowthMb: number;
@@ -436,24 +442,38 @@ function analyse(
     for (const [k, v] of Object.entries(s.errors)) errorsByKind[k] = (errorsByKind[k] ?? 0) + v;
     for (const [k, v] of Object.entries(s.status)) statusCounts[k] = (statusCounts[k] ?? 0) + v;
   }
-  // RSS growth after warm-up: the first 5 minutes (a sixth of a shorter run).
+  // RSS growth after warm-up (the first 5 minutes, a sixth of a shorter run): the resident size of
+  // the last stretch against the first stretch after warm-up (5 minutes each, a third of what is
+  // left in a shorter run), each the median of its samples. A leak raises the whole late stretch;
+  // the heap's own rhythm (V8 lets garbage reach its old-generation limit, large bodies are
+  // allocated there directly, then a mark-compact frees it) raises single samples, which the
+  // peak shows beside it.
   const warm = Math.min(5 * 60_000, durationMs / 6);
   const after = samples.filter((s) => s.at >= warm && Number.isFinite(s.rssMb)).sort((a, b) => a.at - b.at);
-  const base = after[0];
-  const peak = after.reduce<Sample | undefined>((p, s) => (p && p.rssMb >= s.rssMb ? p : s), undefined);
-  const rssGrowthMb = base && peak ? peak.rssMb - base.rssMb : NaN;
-  const rssGrowthPct = base ? (rssGrowthMb / base.rssMb) * 100 : NaN;
-  // Where the RSS growth is, at the RSS peak: the V8 heap (heap total: live data and what V8 keeps
-  // after GC) and the rest (outside the V8 heap), external memory part of the rest.
-  const heapTotalGrowthMb = base && peak ? peak.heapTotalMb - base.heapTotalMb : NaN;
-  // Live JS data: heap used drops at each GC, so the lowest sample is the closest to what is live;
-  // the first third after warm-up (at most a minute) against the last.
   const end = after.length ? after[after.length - 1]!.at : 0;
-  const stretch = Math.min(60_000, (end - warm) / 3);
-  const heapFloor = (from: number, to: number) =>
-    minOfFinite(after.filter((s) => s.at >= from && s.at <= to).map((s) => s.heapUsedMb));
-  const firstFloor = heapFloor(warm, warm + stretch);
-  const heapUsedGrowthMb = heapFloor(end - stretch, end) - firstFloor;
+  const stretch = Math.min(5 * 60_000, (end - warm) / 3);
+  const within = (from: number, to: number) => after.filter((s) => s.at >= from && s.at <= to);
+  const first = within(warm, warm + stretch);
+  const last = within(end - stretch, end);
+  const medianOf = (list: Sample[], pick: (s: Sample) => number) => {
+    const xs = list
+      .map(pick)
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b);
+    return xs.length ? xs[Math.floor((xs.length - 1) / 2)]! : NaN;
+  };
+  const rssFirstMb = medianOf(first, (s) => s.rssMb);
+  const rssLastMb = medianOf(last, (s) => s.rssMb);
+  const rssGrowthMb = rssLastMb - rssFirstMb;
+  const rssGrowthPct = (rssGrowthMb / rssFirstMb) * 100;
+  const rssPeakMb = maxOfFinite(after.map((s) => s.rssMb));
+  // Where the growth is: the V8 heap (heap total: live data and what V8 keeps after GC) and the
+  // rest (outside the V8 heap), external memory part of the rest; the same two stretches.
+  const heapTotalGrowthMb = medianOf(last, (s) => s.heapTotalMb) - medianOf(first, (s) => s.heapTotalMb);
+  // Live JS data: heap used drops at each GC, so the lowest sample is the closest to what is live.
+  const heapFloor = (list: Sample[]) => minOfFinite(list.map((s) => s.heapUsedMb));
+  const firstFloor = heapFloor(first);
+  const heapUsedGrowthMb = heapFloor(last) - firstFloor;
   return {
     rate,
     minutes,
@@ -461,12 +481,15 @@ function analyse(
     statusCounts,
     restarts: restarts.map(({ end: _end, ...r }) => r),
     verdict: {
+      rssFirstMb,
+      rssLastMb,
       rssGrowthPct,
       rssGrowthMb,
       rssOk: rssGrowthPct < 10,
+      rssPeakMb,
       heapTotalGrowthMb,
       outsideHeapGrowthMb: rssGrowthMb - heapTotalGrowthMb,
-      externalGrowthMb: base && peak ? peak.externalMb - base.externalMb : NaN,
+      externalGrowthMb: medianOf(last, (s) => s.externalMb) - medianOf(first, (s) => s.externalMb),
       heapUsedGrowthPct: (heapUsedGrowthMb / firstFloor) * 100,
       heapUsedGrowthMb,
       outside5xx,
@@ -512,13 +535,13 @@ export function printSoak(r: SoakReport): void {
   const v = r.verdict;
   console.log(`\n### Verdict (issue 22 thresholds)\n`);
   console.log(
-    `- RSS growth after warm-up: ${f(v.rssGrowthPct)} %, ${sign(v.rssGrowthMb)} MB (< 10 %): ${v.rssOk ? 'PASS' : 'FAIL'}`,
+    `- RSS growth after warm-up (median of the last stretch against the first): ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB, ${sign(v.rssGrowthPct)} % (< 10 %): ${v.rssOk ? 'PASS' : 'FAIL'}; highest sample ${f(v.rssPeakMb)} MB`,
   );
   console.log(
-    `  - at the RSS peak: V8 heap total ${sign(v.heapTotalGrowthMb)} MB, outside the V8 heap ${sign(v.outsideHeapGrowthMb)} MB (external ${sign(v.externalGrowthMb)} MB)`,
+    `  - of the growth: V8 heap total ${sign(v.heapTotalGrowthMb)} MB, outside the V8 heap ${sign(v.outsideHeapGrowthMb)} MB (external ${sign(v.externalGrowthMb)} MB)`,
   );
   console.log(
-    `  - heap used after GC, first third after warm-up (at most a minute) to the last: ${sign(v.heapUsedGrowthMb)} MB (${sign(v.heapUsedGrowthPct)} %)`,
+    `  - heap used after GC (lowest sample), first stretch to the last: ${sign(v.heapUsedGrowthMb)} MB (${sign(v.heapUsedGrowthPct)} %)`,
   );
   console.log(`  - so the RSS growth is ${whereGrowth(v)}`);
   console.log(`- 5xx outside the restarts: ${v.outside5xx} (0): ${v.noOutside5xx ? 'PASS' : 'FAIL'}`);
