@@ -1,4 +1,4 @@
-/** One autocannon run: max-throughput (no rate) or constant-rate (coordinated-omission corrected). */
+/** One autocannon run at max throughput (constant-rate runs: bench/paced.ts). */
 import autocannon from 'autocannon';
 
 export interface LoadResult {
@@ -17,14 +17,12 @@ export async function runLoad(opts: {
   nextPath: () => string;
   connections: number;
   duration: number;
-  rate?: number;
   headers?: Record<string, string>;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: opts.url,
     connections: opts.connections,
     duration: opts.duration,
-    ...(opts.rate ? { overallRate: opts.rate } : {}),
     headers: { accept: 'application/json', ...opts.headers },
     requests: [{ method: 'GET', setupRequest: (req: Record<string, unknown>) => ({ ...req, path: opts.nextPath() }) }],
   });

@@ -16,6 +16,7 @@ import { gitCommit, median, medianRange, pgbenchBar, postgresSettings, warm } fr
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
+import { runPaced } from './paced';
 import { startBareServer, startFullServer } from './servers';
 import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
@@ -127,7 +128,7 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
       const rateRuns: LoadResult[] = [];
       for (let run = 0; run < args.runs; run++)
         rateRuns.push(
-          await runLoad({
+          await runPaced({
             url: server.url,
             nextPath,
             connections: args.connections,
@@ -147,7 +148,7 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
     `\n## Full server, realistic mix (${args.connections} connections, ${args.duration} s per run; median (min–max) of ${args.runs} runs)\n`,
   );
   console.log(
-    'max = max-throughput mode; latency columns = constant-rate mode (overallRate, coordinated omission corrected) at half the median max\n',
+    'max = max-throughput mode (autocannon); latency columns = constant-rate mode at half the median max: one request every 1/rate s, timed from when it was due (bench/paced.ts: open loop, coordinated omission corrected)\n',
   );
   console.log(
     table(

@@ -1,0 +1,93 @@
+/**
+ * Constant-rate load that is really constant: one request every 1/rate s
+ * (open loop, as wrk2 does), each timed from when it was due, not from when a
+ * connection was free to send it (coordinated omission corrected).
+ *
+ * autocannon's `overallRate` is not that: each connection sends its share of
+ * the second back to back at the start of every second and then waits, so its
+ * latencies are those of a burst at full speed, whatever the rate.
+ */
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { LoadResult } from './load';
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+export async function runPaced(opts: {
+  url: string;
+  nextPath: () => string;
+  /** At most this many connections (requests queue for one when all are busy: that wait counts). */
+  connections: number;
+  duration: number;
+  rate: number;
+  headers?: Record<string, string>;
+}): Promise<LoadResult> {
+  const base = new URL(opts.url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
+  const headers = { accept: 'application/json', ...opts.headers };
+  const latencies: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  let outstanding = 0;
+  let sent = 0;
+  const durationMs = opts.duration * 1000;
+  const gap = 1000 / opts.rate;
+  const started = performance.now();
+
+  const fire = (due: number) => {
+    outstanding++;
+    const done = (ok: boolean, status = 0) => {
+      outstanding--;
+      if (!ok) errors++;
+      else {
+        if (status < 200 || status > 299) non2xx++;
+        latencies.push(performance.now() - due);
+      }
+    };
+    const req = http.get(
+      {
+        host: base.hostname,
+        port: base.port,
+        path: `${base.pathname.replace(/\/$/, '')}${opts.nextPath()}`,
+        headers,
+        agent,
+      },
+      (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => done(true, res.statusCode ?? 0));
+        res.on('error', () => done(false));
+      },
+    );
+    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+    req.on('error', () => done(false));
+  };
+
+  await new Promise<void>((resolve) => {
+    const tick = setInterval(() => {
+      const elapsed = performance.now() - started;
+      const due = Math.min(Math.floor(elapsed / gap) + 1, Math.ceil(durationMs / gap));
+      while (sent < due) fire(started + sent++ * gap);
+      if (elapsed >= durationMs) {
+        clearInterval(tick);
+        resolve();
+      }
+    }, 1);
+  });
+  const deadline = performance.now() + 15_000;
+  while (outstanding > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  agent.destroy();
+  const sorted = latencies.sort((a, b) => a - b);
+  return {
+    rps: sorted.length / opts.duration,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1] ?? NaN,
+    errors: errors + outstanding,
+    non2xx,
+    total: sorted.length + errors,
+  };
+}
