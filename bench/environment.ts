@@ -5,6 +5,7 @@
  * contrib extension; created in the bench database when missing), so a first
  * run after a restart or a page-cache reclaim measures the same thing as the next.
  */
+import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
 import pg from 'pg';
 
@@ -110,4 +111,20 @@ export function median(values: number[]): number {
   const ok = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   if (ok.length === 0) return NaN;
   return ok.length % 2 ? ok[(ok.length - 1) / 2]! : (ok[ok.length / 2 - 1]! + ok[ok.length / 2]!) / 2;
+}
+
+/**
+ * A CPU yardstick for comparing machines: SHA-256 of 256 MB (1 MB at a time) on one core, best of
+ * 3, in MB/s. Two machines of the same declared type can differ several times over (steal time,
+ * CPU generation): a figure from another machine reproduces only in proportion to this one.
+ */
+export function cpuYardstick(): number {
+  const block = Buffer.alloc(1 << 20, 7);
+  let best = Infinity;
+  for (let run = 0; run < 3; run++) {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < 256; i++) createHash('sha256').update(block).digest();
+    best = Math.min(best, Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return Math.round((256 / best) * 1000);
 }

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { parseBenchArgs, usage, type BenchArgs } from './args';
 import { timeCalls, type Timing } from './db-time';
-import { gitCommit, median, medianRange, pgbenchBar, postgresSettings, warm } from './environment';
+import { cpuYardstick, gitCommit, median, medianRange, pgbenchBar, postgresSettings, warm } from './environment';
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
@@ -305,7 +305,9 @@ async function main(): Promise<void> {
     `# Partner API benchmark\n\n${new Date().toISOString()} · ${scale} · ${os.cpus().length} CPUs (${os.cpus()[0]?.model}) · Node ${process.version} · load avg ${os
       .loadavg()
       .map((l) => l.toFixed(2))
-      .join(' ')} · PG_POOL_MAX ${poolMax}`,
+      .join(
+        ' ',
+      )} · PG_POOL_MAX ${poolMax} · CPU yardstick (SHA-256, one core) ${cpuYardstick().toLocaleString('en-US')} MB/s`,
   );
 
   const client = new pg.Client({ connectionString: args.databaseUrl });
