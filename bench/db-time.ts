@@ -13,6 +13,8 @@ export interface Timing {
   p99: number;
   max: number;
   worst?: Call;
+  /** Each call's time, in call order (the first one on the new connection pays for its caches). */
+  times: number[];
 }
 
 const percentile = (sorted: number[], p: number) =>
@@ -37,6 +39,7 @@ export async function timeCalls(url: string, calls: Call[]): Promise<Timing> {
       p99: percentile(sorted, 99),
       max: sorted.at(-1) ?? NaN,
       worst: worst?.call,
+      times: times.map((t) => t.ms),
     };
   } finally {
     await client.end();
