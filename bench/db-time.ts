@@ -4,6 +4,7 @@
  * last byte. No HTTP, no pool contention: what each request costs PostgreSQL.
  */
 import pg from 'pg';
+import { percentile } from './environment';
 import type { Call } from './workload';
 
 export interface Timing {
@@ -16,9 +17,6 @@ export interface Timing {
   /** Each call's time, in call order (the first one on the new connection pays for its caches). */
   times: number[];
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 export async function timeCalls(url: string, calls: Call[]): Promise<Timing> {
   const client = new pg.Client({ connectionString: url, options: '-c role=bar_partner' });

@@ -103,7 +103,7 @@ export function medianRange(values: number[], digits = 0): string {
   if (ok.length === 0) return '-';
   const fmt = (n: number) =>
     n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-  const mid = ok.length % 2 ? ok[(ok.length - 1) / 2]! : (ok[ok.length / 2 - 1]! + ok[ok.length / 2]!) / 2;
+  const mid = median(ok);
   return ok.length === 1 ? fmt(mid) : `${fmt(mid)} (${fmt(ok[0]!)}–${fmt(ok.at(-1)!)})`;
 }
 
@@ -111,6 +111,12 @@ export function median(values: number[]): number {
   const ok = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   if (ok.length === 0) return NaN;
   return ok.length % 2 ? ok[(ok.length - 1) / 2]! : (ok[ok.length / 2 - 1]! + ok[ok.length / 2]!) / 2;
+}
+
+/** The p-th percentile of ascending `sorted` (the sample at floor(p % of n)); NaN when empty. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 /**

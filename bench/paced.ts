@@ -9,12 +9,8 @@
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { percentile } from './environment';
 import type { LoadResult } from './load';
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 export async function runPaced(opts: {
   url: string;

@@ -32,6 +32,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { track } from './children';
+import { median, percentile } from './environment';
 import { runLoad } from './load';
 import { freePort, startFullServer } from './servers';
 import { prepareDatabase } from './setup';
@@ -143,11 +144,6 @@ interface RestartEvent {
   at: number;
   tookMs: number;
   error?: string;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 const maxOfFinite = (xs: number[]) => {
@@ -455,13 +451,7 @@ function analyse(
   const within = (from: number, to: number) => after.filter((s) => s.at >= from && s.at <= to);
   const first = within(warm, warm + stretch);
   const last = within(end - stretch, end);
-  const medianOf = (list: Sample[], pick: (s: Sample) => number) => {
-    const xs = list
-      .map(pick)
-      .filter(Number.isFinite)
-      .sort((a, b) => a - b);
-    return xs.length ? xs[Math.floor((xs.length - 1) / 2)]! : NaN;
-  };
+  const medianOf = (list: Sample[], pick: (s: Sample) => number) => median(list.map(pick));
   const rssFirstMb = medianOf(first, (s) => s.rssMb);
   const rssLastMb = medianOf(last, (s) => s.rssMb);
   const rssGrowthMb = rssLastMb - rssFirstMb;
