@@ -6,76 +6,16 @@
  * flushed, and every answered request is in the usage table.
  * Also WEB_CONCURRENCY=2: two workers share the port and the primary stops them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
-import path from 'node:path';
 import { PARTNER_PREFIX as P } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';
+import { freePort } from '../support/ports';
+import { startServerProcess } from '../support/server-process';
 
-interface Running {
-  child: ChildProcess;
-  port: number;
-  logs: Record<string, unknown>[];
-  exited: Promise<{ code: number | null; at: number }>;
-}
-
-function startServer(db: TestDatabase, env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'run-ts.js'), 'server/main.ts'], {
-    cwd: path.resolve(__dirname, '../..'),
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      DATABASE_URL: db.url,
-      PORT: '0',
-      ADMIN_PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      SEED_DEMO_DATA: 'false',
-      SHUTDOWN_TIMEOUT_MS: '4000',
-      REDIS_URL: '',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
-    child.once('exit', (code) => resolve({ code, at: Date.now() })),
-  );
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        try {
-          const entry = JSON.parse(line) as Record<string, unknown>;
-          logs.push(entry);
-          if (entry.msg === 'partner API listening')
-            resolve({ child, port: Number(env.PORT ?? entry.port), logs, exited });
-        } catch {
-          /* not a log line */
-        }
-      }
-    });
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
-  });
-}
-
-/** Workers share a fixed port (with PORT=0 each would get its own): take one that is free now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+const startServer = (db: TestDatabase, env: Record<string, string> = {}) =>
+  startServerProcess(db.url, env, { shutdownTimeoutMs: 4000 });
 
 function get(agent: http.Agent, port: number, apiKey: string) {
   return new Promise<{ status: number; connection?: string }>((resolve, reject) => {

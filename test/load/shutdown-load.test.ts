@@ -10,78 +10,25 @@
  * exit 0 well within SHUTDOWN_TIMEOUT_MS; every answered request is in the
  * usage table.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
-import path from 'node:path';
 import { PARTNER_PREFIX as P } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';
 import { OwnRedisServer } from '../support/redis-server';
+import { freePort } from '../support/ports';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
 
 const SHUTDOWN_TIMEOUT_MS = 8000;
 
-interface Running {
-  child: ChildProcess;
-  port: number;
-  logs: Record<string, unknown>[];
-  listeningAt: number;
-  exited: Promise<{ code: number | null; at: number }>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-async function startServer(db: TestDatabase, env: Record<string, string>): Promise<Running> {
+/** The real server in its own process, on a port of its own (fixed: workers share it). */
+async function startServer(db: TestDatabase, env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(__dirname, '../hardening/run-ts.js'), 'server/main.ts'], {
-    cwd: path.resolve(__dirname, '../..'),
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      DATABASE_URL: db.url,
-      PORT: String(port),
-      ADMIN_PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      SEED_DEMO_DATA: 'false',
-      SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
-      REDIS_URL: '',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
-    child.once('exit', (code) => resolve({ code, at: Date.now() })),
+  return startServerProcess(
+    db.url,
+    { PORT: String(port), ...env },
+    { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS, dropRequestLines: true },
   );
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        try {
-          const entry = JSON.parse(line) as Record<string, unknown>;
-          if (entry.msg !== 'request') logs.push(entry);
-          if (entry.msg === 'partner API listening') resolve({ child, port, logs, exited, listeningAt: Date.now() });
-        } catch {
-          /* not a log line */
-        }
-      }
-    });
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
-  });
 }
 
 interface Outcomes {
@@ -115,7 +62,7 @@ function get(agent: http.Agent, port: number, apiKey: string, route: string) {
 }
 
 /** `clients` keep-alive loops until the listener refuses them; SIGTERM once they are all busy. */
-async function loadThenTerminate(server: Running, apiKey: string, barId: string, clients: number) {
+async function loadThenTerminate(server: ServerProcess, apiKey: string, barId: string, clients: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
   let signalledAt = 0;
   const o: Outcomes = {

@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRedisClient, redisReadyPromise, redisTarget, type RedisClient } from '../../server/redis';
@@ -14,19 +13,10 @@ import { bearer, issueKey, silentLogger, startPartner, type PartnerInstance } fr
 import { OwnRedisServer } from '../support/redis-server';
 import { redisClusterBinariesMissing } from '../support/redis-cluster';
 import request from 'supertest';
+import { freePort } from '../support/ports';
 
 const missing = redisClusterBinariesMissing();
 const describeWithRedis = missing ? describe.skip : describe;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.once('error', reject);
-  });
-}
 
 describeWithRedis('Redis Sentinel (own master + sentinel)', () => {
   let db: TestDatabase;

@@ -9,10 +9,10 @@
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from './ports';
 
 export const PG_BIN = process.env.PG_TEST_BIN || '/usr/lib/postgresql/15/bin';
 
@@ -23,16 +23,6 @@ export function replicationBinariesMissing(): string | undefined {
   if (process.getuid?.() === 0 && spawnSync('id', ['-u', 'postgres']).status !== 0)
     return 'running as root and there is no postgres user';
   return undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.once('error', reject);
-  });
 }
 
 function asUser(): { uid?: number; gid?: number } {
