@@ -54,9 +54,6 @@ const COMMON = {
   commandTimeout: 1000,
   connectTimeout: 2000,
   connectionName: 'partner-api',
-  // Commands issued in the same event-loop turn (the rate-limit scripts of concurrent requests)
-  // go out in one write instead of one write each.
-  enableAutoPipelining: true,
 } as const;
 
 export function createRedisClient(target: string | RedisTarget, logger: Logger): RedisClient {
@@ -65,7 +62,6 @@ export function createRedisClient(target: string | RedisTarget, logger: Logger):
   const client: RedisClient = t.clusterNodes
     ? new Cluster(t.clusterNodes.map(seed), {
         enableOfflineQueue: false,
-        enableAutoPipelining: true,
         clusterRetryStrategy: retryStrategy,
         slotsRefreshTimeout: 2000,
         redisOptions: { ...COMMON },
