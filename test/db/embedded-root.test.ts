@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../server/db/embedded';
+import { freePort } from '../support/ports';
 import {
   postgresUser,
   reachableBinaries,
@@ -92,7 +93,7 @@ describe('embedded PostgreSQL as root from a directory postgres cannot reach', (
       const dataDir = path.join(home, 'project', '.data', 'pg-full');
       const db = await startEmbeddedPostgres({
         dataDir,
-        port: 54000 + (process.pid % 1000),
+        port: await freePort(), // a pid-derived port sat in the ephemeral range and was once taken by a client socket
         startTimeoutMs: 60_000,
         runtimeDir: runtime,
         database: 'postgres',
