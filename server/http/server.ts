@@ -23,6 +23,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestListener } from 'node:http';
 import type { Config } from '../config';
+import { bornWithExpressPrototypes, hasExpressPrototypes } from './express-prototypes';
 
 export interface ServerLimits {
   /** Destroy a socket after this long without traffic in either direction (0 = never). */
@@ -144,6 +145,7 @@ export function createPartnerServer(
   const checks = {
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 2))),
     requireHostHeader: false, // the listener answers the missing Host itself (JSON, X-Request-Id)
+    ...(hasExpressPrototypes(app) ? bornWithExpressPrototypes(app) : {}),
   };
   const server = (
     config.tls
