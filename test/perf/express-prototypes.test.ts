@@ -4,7 +4,7 @@
  * changes nothing; express's helpers and Node's own answers work as before.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import express from 'express';
 import { createPartnerServer, type PartnerServer } from '../../server/http/server';
 import { bornWithExpressPrototypes, hasExpressPrototypes } from '../../server/http/express-prototypes';
@@ -52,7 +52,7 @@ describe('requests born with the express prototypes', () => {
     try {
       const port = new URL(url).port;
       const answer = await new Promise<string>((resolve, reject) => {
-        const s = require('node:net').connect(Number(port), '127.0.0.1') as import('node:net').Socket;
+        const s = net.connect(Number(port), '127.0.0.1');
         let out = '';
         s.on('data', (c: Buffer) => (out += c.toString()));
         s.on('close', () => resolve(out));
@@ -83,7 +83,7 @@ describe('requests born with the express prototypes', () => {
     const app = express();
     expect(hasExpressPrototypes(app)).toBe(true);
     const { IncomingMessage: Req } = bornWithExpressPrototypes(app);
-    const req = new Req!(new (require('node:net').Socket)());
+    const req = new Req!(new net.Socket());
     expect(req).toBeInstanceOf(http.IncomingMessage);
     expect(Object.getPrototypeOf(req)).toBe(app.request);
     expect(req.headers).toEqual({});
