@@ -10,6 +10,8 @@ export interface LoadResult {
   errors: number;
   non2xx: number;
   total: number;
+  /** The server process's CPU time per answered request, in µs (the full-vs-bare runs). */
+  cpuUsPerRequest?: number;
 }
 
 export async function runLoad(opts: {

@@ -17,7 +17,7 @@ import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
-import { startBareServer, startFullServer } from './servers';
+import { cpuSeconds, startBareServer, startFullServer } from './servers';
 import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
 import { endpoints, sampleData, type Endpoint } from './workload';
@@ -197,6 +197,20 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
   return results;
 }
 
+/** One load run, with the server process's CPU time per answered request (µs; Linux only). */
+async function withCpu(pid: number | undefined, run: () => Promise<LoadResult>): Promise<LoadResult> {
+  const before = cpuSeconds(pid);
+  const result = await run();
+  const after = cpuSeconds(pid);
+  if (before === undefined || after === undefined || result.total === 0) return result;
+  return { ...result, cpuUsPerRequest: ((after - before) * 1e6) / result.total };
+}
+
+const cpuRange = (runs: LoadResult[]) => {
+  const us = runs.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+  return us.length ? medianRange(us) : 'n/a';
+};
+
 async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
   const fixed = Object.fromEntries(list.map((e) => [e.name, { sql: e.fixed.sql, values: e.fixed.values }]));
   const results: Record<
@@ -212,12 +226,14 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
       bareRuns[e.name] = [];
       for (let run = 0; run < args.runs; run++)
         bareRuns[e.name]!.push(
-          await runLoad({
-            url: bare.url,
-            nextPath: () => `/${e.name}`,
-            connections: args.connections,
-            duration: args.duration,
-          }),
+          await withCpu(bare.pid, () =>
+            runLoad({
+              url: bare.url,
+              nextPath: () => `/${e.name}`,
+              connections: args.connections,
+              duration: args.duration,
+            }),
+          ),
         );
     }
   } finally {
@@ -236,13 +252,15 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
       const fullRuns: LoadResult[] = [];
       for (let run = 0; run < args.runs; run++)
         fullRuns.push(
-          await runLoad({
-            url: full.url,
-            nextPath: () => PREFIX + e.fixed.path,
-            connections: args.connections,
-            duration: args.duration,
-            headers,
-          }),
+          await withCpu(full.pid, () =>
+            runLoad({
+              url: full.url,
+              nextPath: () => PREFIX + e.fixed.path,
+              connections: args.connections,
+              duration: args.duration,
+              headers,
+            }),
+          ),
         );
       results[e.name] = {
         bare: middle(bareRuns[e.name]!),
@@ -268,6 +286,8 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
         'full p50 ms',
         'full p99 ms',
         'full/bare',
+        'bare CPU µs/req',
+        'full CPU µs/req',
         'errors+non2xx',
       ],
       list.map((e) => {
@@ -284,6 +304,8 @@ async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poo
           done
             ? (median(r.fullRuns.map((x) => x.rps)) / median(r.bareRuns.map((x) => x.rps))).toFixed(2)
             : 'none completed',
+          cpuRange(r.bareRuns),
+          cpuRange(r.fullRuns),
           [...r.fullRuns, ...r.bareRuns].reduce((n, x) => n + x.errors + x.non2xx, 0),
         ];
       }),

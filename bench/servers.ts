@@ -1,6 +1,7 @@
 /** The two servers under test, as child processes: the real product and the bare reference. */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { track } from './children';
@@ -23,6 +24,22 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere.
+ * Per request, it is steadier than throughput on a shared machine: a busy neighbour slows the
+ * server's requests, but adds little to what each one costs the server.
+ */
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture Node.js builds for
 
 function stopper(child: ChildProcess): () => Promise<void> {
   return () =>
@@ -62,7 +79,6 @@ export async function startFullServer(opts: {
 }): Promise<RunningServer> {
   const port = await freePort();
   const adminPort = await freePort();
-  const fs = await import('node:fs');
   const log = fs.openSync(opts.logFile, 'w');
   // BENCH_SERVER_NODE_ARGS: flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -115,5 +131,5 @@ export async function startBareServer(opts: {
   track(child);
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(`${url}/test_endpoint`, child);
-  return { url, stop: stopper(child) };
+  return { url, stop: stopper(child), pid: child.pid };
 }
