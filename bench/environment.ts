@@ -6,6 +6,7 @@
  * run after a restart or a page-cache reclaim measures the same thing as the next.
  */
 import { createHash } from 'node:crypto';
+import net from 'node:net';
 import { execFileSync, spawnSync } from 'node:child_process';
 import pg from 'pg';
 
@@ -117,6 +118,44 @@ export function median(values: number[]): number {
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/**
+ * A system-call yardstick for comparing machines: round trips per second of one byte over one
+ * loopback TCP connection (both ends in this process; four socket calls each), best of 3 runs of
+ * 1 s. Every request of the API costs several such calls (HTTP, PostgreSQL, Redis), and their price
+ * differs between machines far more than the CPU's (virtual machines with page-table isolation).
+ */
+export async function loopbackYardstick(): Promise<number> {
+  const server = net.createServer((socket) => socket.on('data', (d) => socket.write(d)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+  client.setNoDelay(true);
+  await new Promise((resolve) => client.once('connect', resolve));
+  let best = 0;
+  try {
+    for (let run = 0; run < 3; run++) {
+      const until = Date.now() + 1000;
+      let trips = 0;
+      await new Promise<void>((resolve) => {
+        const onData = () => {
+          trips++;
+          if (Date.now() < until) client.write('x');
+          else {
+            client.off('data', onData);
+            resolve();
+          }
+        };
+        client.on('data', onData);
+        client.write('x');
+      });
+      best = Math.max(best, trips);
+    }
+  } finally {
+    client.destroy();
+    server.close();
+  }
+  return best;
 }
 
 /**

@@ -12,7 +12,16 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { parseBenchArgs, usage, type BenchArgs } from './args';
 import { timeCalls, type Timing } from './db-time';
-import { cpuYardstick, gitCommit, median, medianRange, pgbenchBar, postgresSettings, warm } from './environment';
+import {
+  cpuYardstick,
+  gitCommit,
+  loopbackYardstick,
+  median,
+  medianRange,
+  pgbenchBar,
+  postgresSettings,
+  warm,
+} from './environment';
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
@@ -333,7 +342,7 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(
         ' ',
-      )} · PG_POOL_MAX ${poolMax} · CPU yardstick (SHA-256, one core) ${cpuYardstick().toLocaleString('en-US')} MB/s`,
+      )} · PG_POOL_MAX ${poolMax} · CPU yardstick (SHA-256, one core) ${cpuYardstick().toLocaleString('en-US')} MB/s · loopback yardstick ${(await loopbackYardstick()).toLocaleString('en-US')} round trips/s`,
   );
 
   const client = new pg.Client({ connectionString: args.databaseUrl });
