@@ -3,6 +3,7 @@
  * and GET bars/:id (the detail shape).
  */
 import type { Express } from 'express';
+import request from 'supertest';
 import { PARTNER_PREFIX as P } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
@@ -237,10 +238,17 @@ describe('GET bars and bars/:id', () => {
       ]);
     });
 
-    test('HEAD on a bar', async () => {
+    test('HEAD on a bar: the headers of the GET answer (length and ETag included), no body', async () => {
       const res = await call(app, 'HEAD', `${P}/bars/${full}`);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      // HEAD is never compressed: its headers are those of the identity GET
+      const whole = await call(app, 'GET', `${P}/bars/${full}`, { 'accept-encoding': 'identity' });
+      expect(res.headers['content-length']).toBe(String(Buffer.byteLength(whole.text)));
+      expect(res.headers['etag']).toBe(whole.headers['etag']);
+      expect(res.headers['cache-control']).toBe('private, no-cache');
+      const raw = await request(app).head(`${P}/bars/${full}`);
+      expect(raw.text ?? '').toBe('');
     });
   });
 });
