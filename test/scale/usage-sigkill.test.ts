@@ -4,52 +4,14 @@
  * redis-server) answers requests and is SIGKILLed before any usage flush;
  * another instance's sweep then writes exactly what was answered.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import path from 'node:path';
 import { createPartnerGuard } from '../../server/credentials/guard';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { issueKey, silentLogger } from '../support/partner';
 import { OwnRedisServer } from '../support/redis-server';
-
-function startServer(db: TestDatabase, redisUrl: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [path.join(__dirname, '../hardening/run-ts.js'), 'server/main.ts'], {
-    cwd: path.resolve(__dirname, '../..'),
-    env: {
-      ...process.env,
-      NODE_ENV: 'development',
-      DATABASE_URL: db.url,
-      REDIS_URL: redisUrl,
-      PORT: '0',
-      ADMIN_PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      SEED_DEMO_DATA: 'false',
-      WEB_CONCURRENCY: '1',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        try {
-          const entry = JSON.parse(line) as { msg?: string; port?: number };
-          if (entry.msg === 'partner API listening') resolve({ child, port: Number(entry.port) });
-        } catch {
-          /* not a log line */
-        }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
-  });
-}
+import { startServerProcess } from '../support/server-process';
 
 function get(port: number, p: string, apiKey: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -83,7 +45,12 @@ describe('usage survives a SIGKILL (Redis)', () => {
 
   test('every answered request is counted once after the instance is killed', async () => {
     const { apiKey, keyId } = await issueKey(db.owner);
-    const started = await startServer(db, redisServer.url);
+    // SIGKILLed below: the shutdown timeout never comes into play
+    const started = await startServerProcess(
+      db.url,
+      { REDIS_URL: redisServer.url, WEB_CONCURRENCY: '1' },
+      { shutdownTimeoutMs: 10_000 },
+    );
     child = started.child;
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) statuses.push(await get(started.port, '/api/v1/partner/test_endpoint', apiKey));
