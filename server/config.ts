@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { parseTestClock } from './clock';
 import { emailConfig, type EmailConfig } from './email/settings';
 
 /** Everything the process reads from its environment, parsed once. */
@@ -43,6 +44,8 @@ export interface Config {
   embedded: { dataDir: string; port: number; startTimeoutMs: number };
   /** Usage-alert e-mails: SMTP_URL, MAIL_FROM, PUBLIC_BASE_URL, EMAIL_LINK_KEY, EMAIL_OUTBOX_DIR (server/email/settings.ts). */
   email: EmailConfig;
+  /** TEST_CLOCK: the fixed instant answers are computed at (tests only; production refuses it). Unset: the system clock. */
+  testClock: Date | undefined;
 }
 
 export const projectRoot = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');
@@ -129,5 +132,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       startTimeoutMs: int('EMBEDDED_PG_START_TIMEOUT_MS', 30000, env),
     },
     email: emailConfig(env, nodeEnv === 'production', projectRoot, int('PORT', 3000, env)),
+    testClock: parseTestClock(env.TEST_CLOCK),
   };
 }

@@ -35,6 +35,7 @@ import { createReadPool, ReadRoutingPool } from './db/read-pool';
 import { postgresCheck } from './http/health';
 import { createRedisClient, redisTarget } from './redis';
 import { createPartnerGuard } from './credentials/guard';
+import { answerClock } from './clock';
 import { createPartnerApp } from './http/app';
 import { createGraphqlPool } from './graphql/pool';
 import { graphqlRoutes } from './graphql/endpoint';
@@ -202,7 +203,11 @@ async function main(): Promise<void> {
       logger.info({ bars: config.demoBars }, 'seeding demo data (first start)');
       // Loaded only to seed: the generator's city tables hold ~100 MB a serving process never needs.
       const { seedDemoData } = await import('../db/seed/index.js');
-      await seedDemoData(db.url, { bars: config.demoBars, onProgress: (m) => process.stderr.write(`${m}\n`) });
+      await seedDemoData(db.url, {
+        bars: config.demoBars,
+        now: answerClock(config)(),
+        onProgress: (m) => process.stderr.write(`${m}\n`),
+      });
     }
   }
 
@@ -306,12 +311,14 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
   cleanups.push({ name: 'GraphQL pool', run: () => graphqlPool.end() });
   trackPool('graphql', graphqlPool);
   const exportStop = new AbortController(); // running exports end cleanly before the drain's deadline
+  const clock = answerClock(config);
   const app = createPartnerApp({
     config,
     logger,
     pool: reads,
     guard: guard.handlers,
-    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger }),
+    clock,
+    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger, clock }),
     // exports read the primary: the watermark needs the writers' pg_stat_activity, a replica may lag
     export: {
       pool,

@@ -29,5 +29,7 @@ export function startupConfigProblem(config: Config, env: NodeJS.ProcessEnv = pr
       }
     }
   }
+  if (config.env === 'production' && config.testClock)
+    return 'TEST_CLOCK is for tests: a production server answers at the real time (unset it)';
   return undefined;
 }

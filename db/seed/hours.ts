@@ -69,7 +69,8 @@ export function hoursTemplates(): HoursTemplate[] {
     }
   }
 
-  for (const opens of [12, 14]) {
+  // Brewpubs, beer gardens, sports bars: from lunch (11:00 or 12:00; weekends 11:00) into the evening.
+  for (const opens of [11, 12]) {
     for (const weekend of [23, 0]) {
       for (const closed of [[1], [1, 2], []]) {
         templates.push({
@@ -86,15 +87,32 @@ export function hoursTemplates(): HoursTemplate[] {
     }
   }
 
-  return templates.map((t, i) => ({
-    ...t,
-    id: i + 1,
-    late: t.slots.some((s) => s.day === 6 && s.closes < s.opens && s.closes > 2),
-  }));
+  // Hotel bars and the bars that serve the night shift: open from 06:00-08:00 every day until
+  // midnight or late (a 04:00 close is New York's legal limit).
+  for (const opens of [6, 7, 8]) {
+    for (const close of [0, 2, 4]) {
+      templates.push({ kind: 'early', slots: week.map((day) => ({ day, opens, closes: close })) });
+    }
+  }
+
+  // Around the clock (casino and airport-hotel bars): two slots a day, since a slot may not open and
+  // close at the same minute.
+  templates.push({
+    kind: 'allday',
+    slots: week.flatMap((day) => [
+      { day, opens: 0, closes: 12 },
+      { day, opens: 12, closes: 0 },
+    ]),
+  });
+
+  return templates.map((t, i) => ({ ...t, id: i + 1, late: isOpen(t, SUNDAY_2AM) }));
 }
 
+/** Hour-of-week index of Sunday 02:00: a bar still open then belongs to the late-night group. */
+const SUNDAY_2AM = 6 * 24 + 2;
+
 /** Whether the template has the bar open during hour-of-week `index` (0 = Monday 00:00). */
-export function isOpen(template: HoursTemplate, index: number): boolean {
+export function isOpen(template: Pick<HoursTemplate, 'slots'>, index: number): boolean {
   const day = Math.floor(index / 24) + 1;
   const hour = index % 24;
   const previous = day === 1 ? 7 : day - 1;

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { selectCities, zipArea } from './cities';
 import { hoursTemplates, profileVariants, weeklyProfile, type HoursTemplate } from './hours';
 import * as sql from './sql';
-import { acts, categories, eventKinds, groups, words } from './vocabulary';
+import { acts, categories, eventKinds, groups, words, type HoursKind, type HoursMix } from './vocabulary';
 
 export interface SeedOptions {
   bars: number;
@@ -173,6 +173,20 @@ async function refuseOrReset(client: pg.Client, reset: boolean, progress: Progre
   progress.phase(`reset (removed ${bars} bars)`);
 }
 
+/**
+ * A category's templates as the list the SQL draws one from uniformly: each kind of hours takes its
+ * share of the list (HoursMix), spread evenly over that kind's templates.
+ */
+export function templateLottery(mix: HoursMix, templateIds: (kind: HoursKind) => number[]): number[] {
+  const size = 1200;
+  return Object.entries(mix).flatMap(([kind, share]) => {
+    const ids = templateIds(kind as HoursKind);
+    if (ids.length === 0) throw new Error(`no hours templates of kind ${kind}`);
+    const each = Math.max(1, Math.round(((share ?? 0) * size) / 100 / ids.length));
+    return ids.flatMap((id) => Array<number>(each).fill(id));
+  });
+}
+
 /** Fills the temp tables the SQL draws from: cities with their bar ranges, categories, hours, profiles, words. */
 async function stage(client: pg.Client, bars: number): Promise<void> {
   let next = 1;
@@ -213,11 +227,7 @@ async function stage(client: pg.Client, bars: number): Promise<void> {
         noun: c.noun,
         price: c.price,
         name_words: c.nameWords,
-        // Breweries keep daytime hours most of the time, sometimes a bar's.
-        templates:
-          c.hours === 'daytime'
-            ? [...templateIds('daytime'), ...templateIds('daytime'), ...templateIds('regular').slice(0, 12)]
-            : templateIds(c.hours),
+        templates: templateLottery(c.hours, templateIds),
       })),
     ],
     [

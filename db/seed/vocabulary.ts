@@ -4,7 +4,15 @@
  * datasets (see cities.ts) and every choice is made in SQL (see sql.ts).
  */
 
-export type HoursKind = 'regular' | 'club' | 'daytime';
+/**
+ * Kinds of opening hours (hours.ts): evening bars; clubs; daytime venues opening at 11:00 or 12:00
+ * (brewpubs, beer gardens, sports bars for the games); early bars opening from 06:00 to 08:00 (hotel
+ * bars, the neighbourhood bars that serve the night shift); and the rare bar open around the clock.
+ */
+export type HoursKind = 'regular' | 'club' | 'daytime' | 'early' | 'allday';
+
+/** A category's hours: the share (percent, adding up to 100) of its bars with each kind. */
+export type HoursMix = Partial<Record<HoursKind, number>>;
 
 export interface CategoryDef {
   slug: string;
@@ -17,7 +25,7 @@ export interface CategoryDef {
   price: number;
   /** Last words of a name ("Blue Moon Tavern"). */
   nameWords: string[];
-  hours: HoursKind;
+  hours: HoursMix;
 }
 
 export const categories: CategoryDef[] = [
@@ -28,7 +36,7 @@ export const categories: CategoryDef[] = [
     weight: 10,
     price: 1,
     nameWords: ['Bar', 'Tavern', 'Saloon', 'Lounge', 'Inn'],
-    hours: 'regular',
+    hours: { regular: 72, early: 25, allday: 3 },
   },
   {
     slug: 'cocktail-bar',
@@ -37,7 +45,7 @@ export const categories: CategoryDef[] = [
     weight: 10,
     price: 3,
     nameWords: ['Cocktail Bar', 'Social Club', 'Bar', 'Cocktail Co.'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'sports-bar',
@@ -46,7 +54,7 @@ export const categories: CategoryDef[] = [
     weight: 9,
     price: 2,
     nameWords: ['Sports Bar', 'Sports Grill', 'Bar & Grill', 'Tap House'],
-    hours: 'regular',
+    hours: { daytime: 45, regular: 50, early: 5 },
   },
   {
     slug: 'pub',
@@ -55,7 +63,7 @@ export const categories: CategoryDef[] = [
     weight: 9,
     price: 2,
     nameWords: ['Pub', 'Public House', 'Alehouse', 'Tavern'],
-    hours: 'regular',
+    hours: { regular: 55, daytime: 35, early: 10 },
   },
   {
     slug: 'brewery',
@@ -64,7 +72,7 @@ export const categories: CategoryDef[] = [
     weight: 7,
     price: 2,
     nameWords: ['Brewing Co.', 'Brewery', 'Beer Works', 'Brewing'],
-    hours: 'daytime',
+    hours: { daytime: 70, regular: 30 },
   },
   {
     slug: 'wine-bar',
@@ -73,7 +81,7 @@ export const categories: CategoryDef[] = [
     weight: 6,
     price: 3,
     nameWords: ['Wine Bar', 'Wine Room', 'Cellar', 'Vinoteca'],
-    hours: 'regular',
+    hours: { regular: 85, daytime: 15 },
   },
   {
     slug: 'nightclub',
@@ -82,7 +90,7 @@ export const categories: CategoryDef[] = [
     weight: 5,
     price: 3,
     nameWords: ['Club', 'Nightclub', 'Ballroom', 'Social'],
-    hours: 'club',
+    hours: { club: 100 },
   },
   {
     slug: 'lounge',
@@ -91,7 +99,7 @@ export const categories: CategoryDef[] = [
     weight: 5,
     price: 3,
     nameWords: ['Lounge', 'Room', 'Bar'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'irish-pub',
@@ -100,7 +108,7 @@ export const categories: CategoryDef[] = [
     weight: 4,
     price: 2,
     nameWords: ['Irish Pub', 'Pub', 'Public House'],
-    hours: 'regular',
+    hours: { regular: 50, daytime: 35, early: 15 },
   },
   {
     slug: 'gastropub',
@@ -109,7 +117,7 @@ export const categories: CategoryDef[] = [
     weight: 4,
     price: 3,
     nameWords: ['Gastropub', 'Kitchen & Bar', 'Eatery'],
-    hours: 'regular',
+    hours: { daytime: 50, regular: 50 },
   },
   {
     slug: 'taproom',
@@ -118,7 +126,7 @@ export const categories: CategoryDef[] = [
     weight: 4,
     price: 2,
     nameWords: ['Taproom', 'Tap House', 'Taps'],
-    hours: 'daytime',
+    hours: { daytime: 70, regular: 30 },
   },
   {
     slug: 'karaoke-bar',
@@ -127,7 +135,7 @@ export const categories: CategoryDef[] = [
     weight: 3,
     price: 2,
     nameWords: ['Karaoke', 'Karaoke Lounge', 'Singalong Bar'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'rooftop-bar',
@@ -136,7 +144,7 @@ export const categories: CategoryDef[] = [
     weight: 3,
     price: 4,
     nameWords: ['Rooftop', 'Skybar', 'Terrace', 'Roof Deck'],
-    hours: 'regular',
+    hours: { regular: 70, daytime: 30 },
   },
   {
     slug: 'speakeasy',
@@ -145,7 +153,7 @@ export const categories: CategoryDef[] = [
     weight: 3,
     price: 3,
     nameWords: ['Speakeasy', 'Hideaway', 'Parlor', 'Back Room'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'beer-garden',
@@ -154,7 +162,7 @@ export const categories: CategoryDef[] = [
     weight: 3,
     price: 2,
     nameWords: ['Beer Garden', 'Biergarten', 'Yard'],
-    hours: 'daytime',
+    hours: { daytime: 80, regular: 20 },
   },
   {
     slug: 'whiskey-bar',
@@ -163,7 +171,7 @@ export const categories: CategoryDef[] = [
     weight: 3,
     price: 3,
     nameWords: ['Whiskey Bar', 'Bourbon Room', 'Whiskey House'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'live-music-venue',
@@ -172,7 +180,7 @@ export const categories: CategoryDef[] = [
     weight: 3,
     price: 2,
     nameWords: ['Music Hall', 'Stage', 'Live', 'Room'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'tiki-bar',
@@ -181,7 +189,7 @@ export const categories: CategoryDef[] = [
     weight: 2,
     price: 2,
     nameWords: ['Tiki Bar', 'Tiki Lounge', 'Hut'],
-    hours: 'regular',
+    hours: { regular: 80, daytime: 20 },
   },
   {
     slug: 'jazz-bar',
@@ -190,7 +198,7 @@ export const categories: CategoryDef[] = [
     weight: 2,
     price: 3,
     nameWords: ['Jazz Club', 'Jazz Bar', 'Supper Club'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'lgbtq-bar',
@@ -199,7 +207,7 @@ export const categories: CategoryDef[] = [
     weight: 2,
     price: 2,
     nameWords: ['Bar', 'Club', 'Lounge'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
   {
     slug: 'hotel-bar',
@@ -208,7 +216,7 @@ export const categories: CategoryDef[] = [
     weight: 2,
     price: 4,
     nameWords: ['Bar', 'Lounge', 'Library Bar'],
-    hours: 'regular',
+    hours: { early: 50, daytime: 25, allday: 15, regular: 10 },
   },
   {
     slug: 'piano-bar',
@@ -217,7 +225,7 @@ export const categories: CategoryDef[] = [
     weight: 1,
     price: 3,
     nameWords: ['Piano Bar', 'Piano Lounge'],
-    hours: 'regular',
+    hours: { regular: 100 },
   },
 ];
 

@@ -19,6 +19,7 @@ import express, { Router, type ErrorRequestHandler, type RequestHandler, type Re
 import { execute } from 'postgraphile/grafast';
 import { GraphQLError, printSchema, type ExecutionResult, type GraphQLSchema } from 'postgraphile/graphql';
 import { ruruHTML } from 'ruru/server';
+import type { Clock } from '../clock';
 import type { Pool } from '../db/pools';
 import { sendPublic, strongEtag } from '../http/caching';
 import { isDatabaseUnavailable } from '../http/errors';
@@ -47,6 +48,8 @@ export interface GraphqlEndpointOptions {
   /** The REST guard's two halves. */
   guard: { authenticate: RequestHandler; limit: RequestHandler[] };
   logger: Logger;
+  /** The instant answers are computed at (default: the system clock; server/clock.ts). */
+  clock?: Clock;
 }
 
 let schemaSingleton: GraphQLSchema | undefined;
@@ -193,7 +196,7 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
     const rate = rateLimitOf(res, prepared.cost);
     graphqlRequests.inc();
     graphqlPoints.inc(prepared.cost.points);
-    const context: GraphqlContext = { data: new RequestData(options.pool), rateLimit: () => rate };
+    const context: GraphqlContext = { data: new RequestData(options.pool, options.clock), rateLimit: () => rate };
     Promise.resolve(
       execute({
         schema,

@@ -7,6 +7,7 @@
  */
 import compression from 'compression';
 import express, { type RequestHandler } from 'express';
+import type { Clock } from '../clock';
 import type { Config } from '../config';
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
@@ -39,6 +40,8 @@ export interface PartnerAppDeps {
   export?: ExportOptions;
   /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
   email?: { linkKey?: Buffer; pool?: Pool };
+  /** The instant answers are computed at (open now, events today, ...; default: the system clock). */
+  clock?: Clock;
 }
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {

@@ -12,6 +12,7 @@ import { fixtures } from '../support/fixtures';
 import { ENDPOINTS } from '../../server/http/endpoints';
 import { call, compileAllSchemas, get, validateResponse } from '../support/openapi';
 import { buildApp, testGuard, type LogCapture } from '../support/partner-app';
+import { testNow } from '../support/clock';
 
 const P = PARTNER_PREFIX;
 
@@ -394,7 +395,12 @@ describe('partner API errors', () => {
         subscriber_id: 'sub-1',
         plan: 'standard',
       });
-      expect(Math.abs(Date.parse(res.body.timestamp) - Date.now())).toBeLessThan(60_000);
+      // the server's clock, which the tests fix (test/support/clock.ts): the instant it answers at, to the second
+      expect(res.body.timestamp).toBe(
+        testNow()
+          .toISOString()
+          .replace(/\.\d{3}Z$/, 'Z'),
+      );
     });
   });
 

@@ -18,6 +18,7 @@ import { silentLogger } from '../support/partner';
 import { RedisExportSlots } from '../../server/http/routes/export';
 import { TEST_PARTNER, buildApp, testGuard } from '../support/partner-app';
 import { describeWithRedis, redisUrl } from '../support/redis';
+import { testClock, testNow } from '../support/clock';
 
 const PREFIX = '/api/v1/partner';
 const BARS = 1500;
@@ -129,7 +130,7 @@ async function waitFor(check: () => Promise<boolean>, ms = 5000): Promise<boolea
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await seedDemoData(db.url, { bars: BARS, seed: 3 });
+  await seedDemoData(db.url, { bars: BARS, seed: 3, now: testNow() });
   await new Promise((r) => setTimeout(r, 1100)); // the seed's updated_at lies before any watermark below
   partnerPool = db.partnerPool();
   const { app } = buildApp(partnerPool);
@@ -285,6 +286,7 @@ describe('export/bars', () => {
         logger: silentLogger,
         pool,
         guard: [testGuard],
+        clock: testClock,
         export: { batch: 1 },
       }),
     );
@@ -438,6 +440,7 @@ describeWithRedis('export slots in Redis', () => {
           logger: silentLogger,
           pool: partnerPool,
           guard: [testGuard],
+          clock: testClock,
           export: { slots: new RedisExportSlots(redis, { prefix }) },
         }),
       ),

@@ -20,6 +20,7 @@ import {
   type PartnerInstance,
 } from '../support/partner';
 import { OwnRedisServer } from '../support/redis-server';
+import { testClock } from '../support/clock';
 
 const TEST = '/api/v1/partner/test_endpoint';
 /** What the Lua script itself calls (counted by commandstats too). */
@@ -182,6 +183,7 @@ describe('a frozen Redis (SIGSTOP)', () => {
       logger: silentLogger,
       pool: db.partnerPool(),
       guard: guard.handlers,
+      clock: testClock,
     });
     const server = await listen(app);
     try {

@@ -7,6 +7,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { awaitRoomInMinute, bearer, createPlan, issueKey } from '../support/partner';
 import { describeWithRedis, redisUrl } from '../support/redis';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';
+import { testNow } from '../support/clock';
 
 interface Body {
   data?: Record<string, unknown> | null;
@@ -25,7 +26,7 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    await seedDemoData(db.url, { bars: 120, seed: 3 });
+    await seedDemoData(db.url, { bars: 120, seed: 3, now: testNow() });
     partner = await startGraphqlPartner(db);
     key = (await issueKey(db.owner)).apiKey;
   });
@@ -305,7 +306,7 @@ describeWithRedis('GraphQL points counted in Redis (the rate-limit script)', () 
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    await seedDemoData(db.url, { bars: 120, seed: 3 });
+    await seedDemoData(db.url, { bars: 120, seed: 3, now: testNow() });
     redis = new Redis(redisUrl!);
     partner = await startGraphqlPartner(db, { redis });
   });

@@ -14,6 +14,7 @@ import { EXPLORER_PATH } from '../../server/graphql/endpoint';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { issueKey } from '../support/partner';
 import { startGraphqlPartner, type GraphqlPartner } from './support';
+import { testNow } from '../support/clock';
 
 describe('the GraphQL explorer in a browser', () => {
   let browser: Browser | string;
@@ -27,7 +28,7 @@ describe('the GraphQL explorer in a browser', () => {
     browser = await launchChromium();
     if (typeof browser === 'string') console.warn(`SKIPPED browser test of the GraphQL explorer: ${browser}`);
     db = await createTestDatabase();
-    await seedDemoData(db.url, { bars: 40, seed: 2 });
+    await seedDemoData(db.url, { bars: 40, seed: 2, now: testNow() });
     partner = await startGraphqlPartner(db);
     key = (await issueKey(db.owner)).apiKey;
     server = partner.app.listen(0, '127.0.0.1');

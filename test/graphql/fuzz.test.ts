@@ -12,6 +12,7 @@ import { GRAPHQL_PATH } from '../../server/graphql/endpoint';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createPlan, issueKey } from '../support/partner';
 import { startGraphqlPartner, type GraphqlPartner } from './support';
+import { testNow } from '../support/clock';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261124);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 800);
@@ -160,7 +161,7 @@ describe('fuzz: hostile GraphQL documents and variables', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    await seedDemoData(db.url, { bars: 60, seed: 5 });
+    await seedDemoData(db.url, { bars: 60, seed: 5, now: testNow() });
     partner = await startGraphqlPartner(db);
     key = (await issueKey(db.owner, { plan: await createPlan(db.owner, null) })).apiKey;
   }, 60_000);

@@ -6,8 +6,10 @@
 import request from 'supertest';
 import { seedDemoData } from '../../db/seed';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { openAllWeek } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';
+import { testNow } from '../support/clock';
 
 type J = Record<string, unknown>;
 const ids = (items: unknown) => (items as { id: string }[]).map((i) => i.id);
@@ -45,11 +47,19 @@ describe('GraphQL and REST give the same items in the same order', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    await seedDemoData(db.url, { bars: 300, seed: 11 });
+    await seedDemoData(db.url, { bars: 300, seed: 11, now: testNow() });
     partner = await startGraphqlPartner(db);
     key = (await issueKey(db.owner, { plan: await createPlan(db.owner, null) })).apiKey;
     const cities = (await rest('cities?per_page=1')).cities as (typeof city)[];
     city = cities[0]!;
+    // Non-empty by construction, whatever TEST_CLOCK says: a bar of the city (and so of GET bars' first
+    // 30 open ones) open around the clock, for open_now and busiest_bars.
+    const { rows } = await db.owner.query<{ id: string }>(
+      `select b.id from private.bars b join private.cities c on c.id = b.city_id
+       where c.name = $1 and c.state = $2 order by b.id limit 1`,
+      [city.name, city.state],
+    );
+    await openAllWeek(db.owner, rows[0]!.id);
   }, 120_000);
   afterAll(async () => {
     await partner?.close();

@@ -12,6 +12,7 @@ import { createPartnerApp } from '../../server/http/app';
 import type { RedisClient } from '../../server/redis';
 import type { TestDatabase } from '../support/db';
 import { bearer, silentLogger } from '../support/partner';
+import { testClock } from '../support/clock';
 
 export interface GraphqlPartner {
   app: express.Express;
@@ -63,7 +64,8 @@ export async function startGraphqlPartner(
     logger: silentLogger,
     pool,
     guard: guard.handlers,
-    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger: silentLogger }),
+    clock: testClock,
+    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger: silentLogger, clock: testClock }),
   });
   return {
     app,

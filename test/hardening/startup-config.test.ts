@@ -52,6 +52,20 @@ describe('configuration checked before listening', () => {
     ],
     [{ NODE_ENV: 'development', TLS_CERT_FILE: '/nonexistent.pem', TLS_KEY_FILE: '/nonexistent.key' }, /TLS_CERT_FILE/],
     [{ NODE_ENV: 'development', PG_POOL_MAX: 'many' }, /^error: PG_POOL_MAX must be/],
+    [{ NODE_ENV: 'development', TEST_CLOCK: '2026-11-25 15:30' }, /^error: TEST_CLOCK must be an ISO 8601 instant/],
+    // a fixed clock is a test setting: production answers at the real time
+    [
+      {
+        NODE_ENV: 'production',
+        WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+        SMTP_URL: 'smtp://127.0.0.1:1',
+        MAIL_FROM: 'Alerts <a@example.com>',
+        PUBLIC_BASE_URL: 'https://api.example.com',
+        EMAIL_LINK_KEY: Buffer.alloc(32, 9).toString('base64'),
+        TEST_CLOCK: '2026-11-25T15:30:00Z',
+      },
+      /^error: TEST_CLOCK is for tests/,
+    ],
   ])('%j: one line naming the variable, exit 1, nothing served', async (env, line) => {
     const { code, stdout, stderr } = await run({ DATABASE_URL: db.url, ...env });
     expect(code).toBe(1);

@@ -14,6 +14,7 @@ import { fixtures } from '../support/fixtures';
 import { listen, type Listening } from '../support/http';
 import { bearer, issueKey, silentLogger } from '../support/partner';
 import { replicationBinariesMissing, startReplicatedPair, type ReplicatedPair } from '../support/pg-replication';
+import { testClock } from '../support/clock';
 
 const missing = replicationBinariesMissing();
 if (missing) process.stdout.write(`[tests] read replica tests SKIPPED: ${missing}\n`);
@@ -75,6 +76,7 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
       logger: silentLogger,
       pool: reads,
       guard: guard.handlers,
+      clock: testClock,
       health: { checks: [postgresCheck(primaryPool), ...reads.checks()] },
     });
     server = await listen(app);

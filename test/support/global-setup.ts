@@ -10,6 +10,7 @@ import { projectRoot } from '../../server/config';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/embedded';
 import { plpgsqlCheckAvailable } from '../../server/db/lint';
 import { migrateDatabase } from '../../server/db/migrate';
+import { DEFAULT_TEST_CLOCK } from './clock';
 import { databaseUrl } from './urls';
 
 declare global {
@@ -33,6 +34,8 @@ export default async function globalSetup(): Promise<void> {
   } else {
     process.stdout.write(`\n[tests] PostgreSQL: ${new URL(adminUrl).host}\n`);
   }
+  process.env.TEST_CLOCK ||= DEFAULT_TEST_CLOCK;
+  process.stdout.write(`[tests] answers computed at TEST_CLOCK=${process.env.TEST_CLOCK}\n`);
   const redisUrl = process.env.TEST_REDIS_URL || process.env.REDIS_URL || '';
   process.stdout.write(
     redisUrl

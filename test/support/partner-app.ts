@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import type { Pool } from '../../server/db/pools';
 import { createPartnerApp } from '../../server/http/app';
 import type { PartnerIdentity } from '../../server/http/partner';
+import { testClock } from './clock';
 
 export const TEST_PARTNER: PartnerIdentity = { keyId: 'key-1', subscriberId: 'sub-1', plan: 'standard' };
 
@@ -52,6 +53,7 @@ export function buildApp(
     logger,
     pool,
     guard: options.guard ?? [testGuard],
+    clock: testClock,
   });
   return { app, log };
 }

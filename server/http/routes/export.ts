@@ -14,6 +14,7 @@
  * as soon as the FETCH in flight (one batch, milliseconds) returns, and the
  * client goes back to the pool.
  */
+import { systemClock, type Clock } from '../../clock';
 import { randomBytes } from 'node:crypto';
 import { Readable, pipeline, type Writable } from 'node:stream';
 import { createGzip } from 'node:zlib';
@@ -151,7 +152,8 @@ function place(q: QueryParams): { state: string | null; city: string | null } {
   return { state: state ?? null, city: city ?? null };
 }
 
-export function exportRoutes(options: { pool: Pool; logger: Logger; export?: ExportOptions }): Router {
+export function exportRoutes(options: { pool: Pool; logger: Logger; export?: ExportOptions; clock?: Clock }): Router {
+  const clock = options.clock ?? systemClock;
   const router = Router();
   const deps: Run = {
     pool: options.export?.pool ?? options.pool,
@@ -171,8 +173,8 @@ export function exportRoutes(options: { pool: Pool; logger: Logger; export?: Exp
       req,
       res,
       deps,
-      'select api.export_bars(p_cursor => $1, p_state => $2, p_city => $3, p_updated_since => $4) as c',
-      [state, city, since],
+      'select api.export_bars(p_cursor => $1, p_state => $2, p_city => $3, p_updated_since => $4, p_now => $5) as c',
+      [state, city, since, clock()],
     );
   });
 

@@ -4,6 +4,7 @@
  * JSON text the database built as the body, untouched.
  */
 import { Router, type Request, type Response } from 'express';
+import { systemClock } from '../../clock';
 import type { PartnerAppDeps } from '../app';
 import { sendCacheable } from '../caching';
 import { E, expressPath, strictQuery, type Endpoint } from '../endpoints';
@@ -32,6 +33,7 @@ const SEARCH_CAP = 1000;
 
 export function partnerRoutes(deps: PartnerAppDeps): Router {
   const router = Router();
+  const clock = deps.clock ?? systemClock;
 
   /** Runs one api function (SQL text is a constant) and sends its json, or 404 when it returns NULL. */
   async function respond(res: Response, sql: string, values: unknown[], notFound = 'Not found'): Promise<void> {
@@ -49,9 +51,10 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
 
   get(E.testEndpoint, async (_req, res) => {
     const partner = res.locals.partner as PartnerIdentity;
-    await respond(res, 'select api.test_endpoint(p_subscriber_id => $1, p_plan => $2)::text as body', [
+    await respond(res, 'select api.test_endpoint(p_subscriber_id => $1, p_plan => $2, p_now => $3)::text as body', [
       partner.subscriberId,
       partner.plan,
+      clock(),
     ]);
   });
 
@@ -87,7 +90,7 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
       `select api.bars(p_ids => $1, p_category => $2, p_latitude => $3, p_longitude => $4, p_radius => $5,
         p_corner1_latitude => $6, p_corner1_longitude => $7, p_corner2_latitude => $8, p_corner2_longitude => $9,
         p_limit => $10, p_open_now => $11, p_open_at => $12, p_price_levels => $13, p_min_rating => $14,
-        p_statuses => $15)::text as body`,
+        p_statuses => $15, p_now => $16)::text as body`,
       [
         ids ?? null,
         category ?? null,
@@ -101,12 +104,18 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
         f.priceLevels,
         f.minRating,
         f.statuses,
+        clock(),
       ],
     );
   });
 
   get(E.bar, async (req, res) => {
-    await respond(res, 'select api.bar(p_id => $1)::text as body', [req.params.id], 'Bar not found');
+    await respond(
+      res,
+      'select api.bar(p_id => $1, p_now => $2)::text as body',
+      [req.params.id, clock()],
+      'Bar not found',
+    );
   });
 
   get(E.barsByCity, async (req, res) => {
@@ -123,12 +132,13 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
       f.priceLevels,
       f.minRating,
       f.statuses,
+      clock(),
     ];
     await respond(
       res,
       `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3,
         p_page => $4, p_per_page => $5, p_open_now => $6, p_open_at => $7, p_price_levels => $8,
-        p_min_rating => $9, p_statuses => $10)::text as body`,
+        p_min_rating => $9, p_statuses => $10, p_now => $11)::text as body`,
       values,
       'City not found',
     );
@@ -144,11 +154,12 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
       q.nonEmpty('group_slug') ?? null,
       q.int('page', PAGE),
       q.int('per_page', PER_PAGE),
+      clock(),
     ];
     await respond(
       res,
       `select api.events(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-        p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8)::text as body`,
+        p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8, p_now => $9)::text as body`,
       values,
       'City not found',
     );
@@ -163,11 +174,12 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
       q.nonEmpty('group_slug') ?? null,
       q.int('page', PAGE),
       q.int('per_page', PER_PAGE),
+      clock(),
     ];
     await respond(
       res,
       `select api.posts(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-        p_group_slug => $5, p_page => $6, p_per_page => $7)::text as body`,
+        p_group_slug => $5, p_page => $6, p_per_page => $7, p_now => $8)::text as body`,
       values,
       'City not found',
     );
@@ -175,10 +187,10 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
 
   get(E.feed, async (req, res) => {
     const q = params(req);
-    const values = [...city(req), q.int('page', PAGE), q.int('per_page', PER_PAGE)];
+    const values = [...city(req), q.int('page', PAGE), q.int('per_page', PER_PAGE), clock()];
     await respond(
       res,
-      'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4)::text as body',
+      'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4, p_now => $5)::text as body',
       values,
       'City not found',
     );
