@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
 import { call, get } from '../support/openapi';
 import { buildApp } from '../support/partner-app';
+import { testNow } from '../support/clock';
 
 // earthdistance's sphere: earth() = 6378168 m; 1 mile = 1609.344 m.
 const METERS_PER_DEGREE = (6378168 * Math.PI) / 180;
@@ -179,7 +180,7 @@ describe('GET bars and bars/:id', () => {
       await f.occupancy(full, 80, (_d, h) => h * 4);
       await f.photo(full, 'https://img.example/2.jpg', 2);
       await f.photo(full, 'https://img.example/1.jpg', 1);
-      const now = Date.now();
+      const now = testNow().getTime(); // the instant the app answers at
       const iso = (hours: number) => new Date(now + hours * 3600_000).toISOString();
       await f.event(full, { title: 'ended', start_at: iso(-5), end_at: iso(-1) });
       await f.event(full, { title: 'running', start_at: iso(-1), end_at: iso(1), description: 'now on' });

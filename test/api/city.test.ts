@@ -8,10 +8,12 @@ import { PARTNER_PREFIX as P } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';
+import { testNow } from '../support/clock';
 import { buildApp } from '../support/partner-app';
 
 const HOUR = 3600_000;
-const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
+/** An instant relative to the one the app answers at (TEST_CLOCK), as events and posts are placed around it. */
+const iso = (offsetMs: number) => new Date(testNow().getTime() + offsetMs).toISOString();
 
 describe('city endpoints', () => {
   let db: TestDatabase;

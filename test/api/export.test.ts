@@ -18,7 +18,7 @@ import { silentLogger } from '../support/partner';
 import { RedisExportSlots } from '../../server/http/routes/export';
 import { TEST_PARTNER, buildApp, testGuard } from '../support/partner-app';
 import { describeWithRedis, redisUrl } from '../support/redis';
-import { testClock, testNow } from '../support/clock';
+import { testClock } from '../support/clock';
 
 const PREFIX = '/api/v1/partner';
 const BARS = 1500;
@@ -128,9 +128,13 @@ async function waitFor(check: () => Promise<boolean>, ms = 5000): Promise<boolea
   }
 }
 
+const SEED_ANCHOR = new Date('2026-11-20T12:00:00Z');
+
 beforeAll(async () => {
   db = await createTestDatabase();
-  await seedDemoData(db.url, { bars: BARS, seed: 3, now: testNow() });
+  // Export watermarks are the database's real commit times, so the seed's updated_at must lie before
+  // them: its anchor is a fixed instant in the past (not TEST_CLOCK, which may be ahead of the real time).
+  await seedDemoData(db.url, { bars: BARS, seed: 3, now: SEED_ANCHOR });
   await new Promise((r) => setTimeout(r, 1100)); // the seed's updated_at lies before any watermark below
   partnerPool = db.partnerPool();
   const { app } = buildApp(partnerPool);

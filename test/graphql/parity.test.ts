@@ -6,7 +6,7 @@
 import request from 'supertest';
 import { seedDemoData } from '../../db/seed';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { openAllWeek } from '../support/fixtures';
+import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';
 import { testNow } from '../support/clock';
@@ -59,7 +59,7 @@ describe('GraphQL and REST give the same items in the same order', () => {
        where c.name = $1 and c.state = $2 order by b.id limit 1`,
       [city.name, city.state],
     );
-    await openAllWeek(db.owner, rows[0]!.id);
+    await fixtures(db.owner).alwaysOpen(Number(rows[0]!.id));
   }, 120_000);
   afterAll(async () => {
     await partner?.close();

@@ -158,17 +158,3 @@ export function fixtures(pool: Pool) {
 }
 
 export type Fixtures = ReturnType<typeof fixtures>;
-
-/**
- * Opens a bar around the clock, every day (two slots a day: a slot may not open and close at
- * the same minute), so a test that needs an open bar has one at whatever instant it runs at.
- */
-export async function openAllWeek(pool: Pool, barId: number | string): Promise<void> {
-  await pool.query('delete from private.opening_hours where bar_id = $1', [barId]);
-  await pool.query(
-    `insert into private.opening_hours (bar_id, day_of_week, opens, closes)
-     select $1, d, s.opens, s.closes from generate_series(1, 7) d,
-       (values ('00:00'::time, '12:00'::time), ('12:00', '00:00')) s(opens, closes)`,
-    [barId],
-  );
-}
