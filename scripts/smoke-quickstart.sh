@@ -36,6 +36,15 @@ for path in test_endpoint "search?q=tavern" "bars?limit=5"; do
   [ "$status" = 200 ] || { cat "$LOG"; echo "smoke: expected 200" >&2; kill -TERM -"$PID" || true; exit 1; }
 done
 
+# The README's open_now call: the demo has open bars at whatever hour this runs (daytime, early and
+# around-the-clock venues), and so does the biggest city's busiest_bars.
+open=$(curl -s -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/api/v1/partner/bars?open_now=true&limit=5" |
+  node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).bars.length')
+busiest=$(curl -s -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/api/v1/partner/bars_by_city/NY/New%20York%20City?per_page=1" |
+  node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).busiest_bars.length')
+echo "smoke: GET bars?open_now=true at $(date -u +%H:%M) UTC -> $open bars; New York's busiest_bars -> $busiest"
+[ "$open" -gt 0 ] && [ "$busiest" -gt 0 ] || { cat "$LOG"; echo "smoke: expected open bars at any hour" >&2; kill -TERM -"$PID" || true; exit 1; }
+
 # The README's first GraphQL query (its role, bar_partner_graphql, comes with migration 000010).
 body=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"query":"{ city(state: \"NY\", name: \"New York City\") { bars(first: 3) { totalCount nodes { name occupancy { status } events(first: 2) { nodes { title startAt } } } } } rateLimit { cost remaining resetAt } }"}' \

@@ -382,7 +382,7 @@ describe('bar filters (SQL)', () => {
       const named = await bars(`p_limit => 5, p_open_at => $1`, [instant]);
       const expectedNamed = (
         await q(
-          `select b.name from private.bars b where private.bar_filters_match(b.id, now(), null, $1, null, null, null)
+          `select b.name from private.bars b where private.bar_filters_match(b.id, $1, null, $1, null, null, null)
            order by b.name, b.id limit 5`,
           [instant],
         )

@@ -63,6 +63,7 @@ describe.each(['in-process counters', 'Redis (own redis-server)'])('GET usage (%
 
     const first = await usage(apiKey);
     expect(first.body).toMatchObject({ subscriber_id: subscriberId, plan, alerts: [] });
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const minuteEnd = Math.ceil((Date.now() - (Date.now() % 60_000) + 60_000) / 1000);
     expect(first.body.buckets).toEqual({
       minute: { limit: 5, used: 3, remaining: 2, reset: minuteEnd },

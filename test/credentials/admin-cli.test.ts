@@ -214,6 +214,7 @@ describe('admin CLI', () => {
     expect(await run('alerts', '--since', '2026-01-01T10:00:15Z')).toHaveLength(1);
     expect(await run('alerts', '--subscriber', b.subscriber.id)).toEqual([]);
 
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const today = new Date().toISOString().slice(0, 10);
     const old = new Date(Date.now() - 10 * 86_400_000).toISOString().slice(0, 10);
     await db.owner.query('select api.record_usage($1::jsonb)', [

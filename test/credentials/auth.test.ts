@@ -114,6 +114,7 @@ describe('API key authentication', () => {
   });
 
   test('precedence: revoked before suspended before expired', async () => {
+    // real time: key validity is checked against the real clock
     const k = await issueKey(db.owner, { endsAt: new Date(Date.now() - 60_000) });
     const status = async () => {
       const res = await request(a.app).get(TEST).set(bearer(k.apiKey));
@@ -168,6 +169,7 @@ describe('API key authentication', () => {
   });
 
   test('a subscription expires as time passes, without any notification', async () => {
+    // real time: key validity is checked against the real clock
     const endsAt = Date.now() + 4000;
     const k = await issueKey(db.owner, { endsAt: new Date(endsAt) });
     const spy = jest.spyOn(a.pool, 'query');

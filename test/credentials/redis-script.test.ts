@@ -109,6 +109,7 @@ describe('the limiter in Redis (own redis-server)', () => {
     const res = await server.get(TEST, bearer(apiKey));
     expect(res.headers['x-ratelimit-remaining-minute']).toBe('6'); // 4 counted: the 304s were given back
     expect(res.headers['x-ratelimit-remaining-day']).toBe('96');
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const usage = await probe.hgetall(`rs:{${keyId}}:u:${new Date().toISOString().slice(0, 10)}`);
     expect(Number(usage.test_endpoint)).toBe(4);
   });

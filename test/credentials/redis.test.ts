@@ -106,6 +106,7 @@ describeWithRedis('rate limits shared through Redis', () => {
       [429, 'day'],
     ]);
     await new Promise((r) => setTimeout(r, 100));
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const minuteKey = `${prefix}{${keyId}}:m:${Math.floor(Date.now() / 60_000) * 60_000}`;
     expect(await clients[0]!.get(minuteKey)).toBe('3');
     expect(await clients[0]!.pttl(minuteKey)).toBeGreaterThan(0);

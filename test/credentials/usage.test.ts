@@ -41,6 +41,7 @@ describe('usage accounting and usage alerts', () => {
         where api_key_id = $1 order by endpoint`,
       [keyId],
     );
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const today = new Date().toISOString().slice(0, 10);
     expect(rows).toEqual([
       { day: today, subscriber_id: subscriberId, endpoint: '(none)', requests: 1, rate_limited: 0 },
@@ -51,6 +52,7 @@ describe('usage accounting and usage alerts', () => {
     const key = await db.owner.query<{ last_used_at: Date }>('select last_used_at from admin.api_keys where id = $1', [
       keyId,
     ]);
+    // last_used_at is a real-time stamp (the usage flush's)
     expect(Date.now() - key.rows[0]!.last_used_at.getTime()).toBeLessThan(60_000);
   });
 
@@ -95,6 +97,7 @@ describe('usage accounting and usage alerts', () => {
       `select subscriber_id, bucket, level, used, "limit", window_start from admin.usage_alerts where api_key_id = $1 order by used`,
       [keyId],
     );
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const minuteStart = new Date(Math.floor(Date.now() / 60_000) * 60_000);
     expect(rows).toEqual([
       {

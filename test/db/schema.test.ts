@@ -39,6 +39,7 @@ describe('schema integrity and privileges', () => {
       'a profile value over 100',
       'insert into private.occupancy (bar_id, current_intensity, weekly_profile) values ($1, 10, array_fill(101::smallint, array[168]))',
     ],
+    // now(): any instant will do; these rows fail their check constraints whatever it is
     [
       'an unknown classification',
       "insert into private.events (bar_id, city_id, title, classification, start_at, end_at) select id, city_id, 'x', 'rave', now(), now() + interval '1 hour' from private.bars where id = $1",

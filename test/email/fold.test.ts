@@ -49,6 +49,7 @@ describe('minute-bucket alerts: at most one e-mail per contact, key and level an
 
   test('10 minutes of bursts three hours ago: two e-mails per contact and level, an hour apart, covering 1 and 9', async () => {
     const s = await subscriberWithContacts(db, ['a@fold.example', 'b@fold.example']);
+    // real time: alert e-mails are folded and scheduled by the job queue's real clock
     const base = new Date(Date.now() - 3 * HOUR);
     await start();
     await burstMinute(s, base, 0);
@@ -83,6 +84,7 @@ describe('minute-bucket alerts: at most one e-mail per contact, key and level an
 
   test('a burst happening now: the first e-mails go at once, the rest wait an hour (concurrent alerts fold into one)', async () => {
     const s = await subscriberWithContacts(db, ['now@fold.example']);
+    // real time: alert e-mails are folded and scheduled by the job queue's real clock
     const base = new Date();
     await start();
     await burstMinute(s, base, 0);

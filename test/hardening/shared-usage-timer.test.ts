@@ -39,6 +39,7 @@ describe('shared usage: periodic flushes never block the final one', () => {
     const breaker = new RedisBreaker(redis, { budgetMs: 2000, probeMs: 1000, logger });
     const prefix = `t${process.pid}:`;
     const usage = new SharedUsage({ redis, breaker, pool, prefix, logger, flushEveryMs: 50, sweepEveryMs: 80 });
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const day = new Date().toISOString().slice(0, 10);
     const key = usageKey(prefix, keyId, day);
     await redis.hset(key, 'test_endpoint', '3', '#v', '1', '#t', String(Date.now()));

@@ -27,6 +27,7 @@ describe('maintenance tasks on the shared queue', () => {
     const f = fixtures(db.owner);
     const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
     const bar = await f.bar(city, { name: 'Refresh Bar' });
+    // real time: stored next-events fragments are built and expire by the database's real now()
     const soon = new Date(Date.now() + 3600_000).toISOString();
     const later = new Date(Date.now() + 7200_000).toISOString();
     await f.event(bar, { title: 'First', start_at: soon, end_at: later });

@@ -130,6 +130,7 @@ describe('operator GraphQL: operator actions (mutations)', () => {
 
   test('setSubscriptionEndsAt: a past end expires the subscription, moving it renews', async () => {
     const key = await issueKey(db.owner);
+    // real time: key validity is checked against the real clock
     const past = new Date(Date.now() - 60_000).toISOString();
     const ended = await ops.gql(
       'mutation($id: UUID!, $at: Datetime) { setSubscriptionEndsAt(input: { id: $id, endsAt: $at }) { result { subscriptionEndsAt } } }',

@@ -4,6 +4,7 @@ import { awaitRoomInMinute, bearer, createPlan, issueKey, startPartner } from '.
 import { startOperatorHarness, type OperatorHarness } from './support';
 
 const TEST = '/api/v1/partner/test_endpoint';
+// real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
 const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 const sumBy = <T>(rows: T[], key: (r: T) => string, value: (r: T) => number) => {
   const out: Record<string, number> = {};
@@ -115,6 +116,7 @@ describe('operator GraphQL: usage aggregates and alerts', () => {
 
   test('alerts recorded by the rate limiter are readable; usageAlertsSince keeps to its window', async () => {
     const key = await issueKey(db.owner);
+    // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const windowStart = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
     await db.owner.query("select api.record_usage_alert($1, 'day', $2, 'warning', 800, 1000)", [
       key.keyId,

@@ -16,6 +16,7 @@ export const TEST_PARTNER: PartnerIdentity = { keyId: 'key-1', subscriberId: 'su
 
 export const testGuard: RequestHandler = (_req, res, next) => {
   res.locals.partner = TEST_PARTNER;
+  // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
   const reset = Math.ceil(Date.now() / 60000) * 60;
   for (const suffix of ['', '-Minute']) {
     res.setHeader(`X-RateLimit-Limit${suffix}`, '600');

@@ -81,6 +81,7 @@ export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 
 /** Waits until the next minute has at least `needMs` left (tests that must stay in one minute window). */
 export async function awaitRoomInMinute(needMs: number): Promise<void> {
+  // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
   const left = 60_000 - (Date.now() % 60_000);
   if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
 }

@@ -85,6 +85,7 @@ describe('webhook secret rotation', () => {
       secret: expect.stringMatching(/^whsec_/),
       previous_secret_valid_until: expect.any(String),
     });
+    // real time: the old secret's overlap is counted from the database's real now()
     const hours = (Date.parse(rotated.previous_secret_valid_until!) - Date.now()) / 3_600_000;
     expect(hours).toBeGreaterThan(23.9);
     expect(hours).toBeLessThanOrEqual(24);
