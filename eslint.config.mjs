@@ -35,6 +35,21 @@ export default tseslint.config(
     },
   },
   {
+    // The browser pages (web/): ES modules served as they are, with the browser's globals.
+    files: ['web/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        navigator: 'readonly',
+        sessionStorage: 'readonly',
+        URLSearchParams: 'readonly',
+      },
+    },
+  },
+  {
     // A plain CommonJS child process started by the operator tests.
     files: ['test/operator/child-server.js', 'test/hardening/run-ts.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },

@@ -13,6 +13,7 @@ import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
 import { accessLog } from './access-log';
 import { COMPRESSION_THRESHOLD, sendPublic, strongEtag } from './caching';
+import { dashboardRoutes } from './dashboard';
 import { DOCS_PATH, docsRoutes } from './docs';
 import { errorHandler, sendError } from './errors';
 import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
@@ -60,6 +61,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   if (deps.graphql) app.use(PARTNER_PREFIX, deps.graphql); // POST and its own Accept types: before the GET-only JSON checks
   app.use(onlyGetAndHead);
   app.use(docsRoutes()); // the HTML API reference: public, before the JSON-only Accept check
+  app.use(dashboardRoutes()); // the partner's usage page: public (it calls the usage endpoints with a key)
   app.use(requireJsonAcceptable);
   app.use(keyHeaderHygiene); // invalid UTF-8 in Authorization / X-API-Key: 400 before the guard reads them
   app.use(

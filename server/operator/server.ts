@@ -15,6 +15,7 @@ import { createPool } from '../db/pools';
 import { isDatabaseUnavailable } from '../http/errors';
 import type { Logger } from '../log';
 import { metricsText } from '../metrics';
+import { sendWebAsset, webAsset } from '../web/assets';
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponseSize } from './response-limit';
 import { authenticateOperator, type OperatorIdentity } from './auth';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, makeOperatorPreset, OPERATOR_ROLE } from './preset';
@@ -41,6 +42,7 @@ export interface OperatorServer {
 
 const RURU_STATIC_PREFIX = '/ruru-static/';
 export const METRICS_PATH = '/metrics';
+export const CONSOLE_PATH = '/console';
 
 function sendJson(
   res: ServerResponse,
@@ -153,6 +155,13 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
         )
         .catch(next);
       return;
+    }
+    if (path === CONSOLE_PATH || path?.startsWith(`${CONSOLE_PATH}/`)) {
+      // The console's page and files carry no data; every query it sends to /graphql needs the token.
+      if (req.method !== 'GET' && req.method !== 'HEAD') return fail(405, 'Method not allowed', { Allow: 'GET, HEAD' });
+      const asset = webAsset('console', path.slice(CONSOLE_PATH.length));
+      if (!asset) return fail(404, 'Not found');
+      return sendWebAsset(req, res, asset);
     }
     if (path !== GRAPHQL_PATH) return fail(404, 'Not found');
 

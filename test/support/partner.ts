@@ -10,6 +10,7 @@ import type { Pool } from '../../server/db/pools';
 import { createPartnerApp } from '../../server/http/app';
 import type { RedisClient } from '../../server/redis';
 import type { TestDatabase } from './db';
+import { testClock } from './clock';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -37,7 +38,7 @@ export async function startPartner(
     // shared-count tests would see in-process counts (the breaker has its own tests).
     redisBudgetMs: 2_000,
   });
-  const app = createPartnerApp({ config: { env: 'test' }, logger, pool, guard: guard.handlers });
+  const app = createPartnerApp({ config: { env: 'test' }, logger, pool, guard: guard.handlers, clock: testClock });
   return { app, guard, pool, close: async () => void (await guard.close()) };
 }
 

@@ -1,0 +1,19 @@
+/**
+ * GET /api/v1/partner/dashboard: the partner's usage page (web/dashboard) and its files. Public, like
+ * the docs page: the page carries no data; it calls the usage endpoints with the key typed into it.
+ */
+import { Router } from 'express';
+import { sendWebAsset, webAsset } from '../web/assets';
+import { PARTNER_PREFIX } from './partner';
+
+export const DASHBOARD_PATH = `${PARTNER_PREFIX}/dashboard`;
+
+export function dashboardRoutes(): Router {
+  const router = Router();
+  router.get(/^\/api\/v1\/partner\/dashboard(\/.*)?$/, (req, res, next) => {
+    const asset = webAsset('dashboard', req.path.slice(DASHBOARD_PATH.length));
+    if (!asset) return next();
+    sendWebAsset(req, res, asset);
+  });
+  return router;
+}
