@@ -3,12 +3,19 @@
  * seconds or as an HTTP date, backoff without Retry-After, the bound, and what is never retried.
  * The real server's 429s: test/client/client.test.ts.
  */
-import { PartnerApiError, createClient, retryDelayMs } from '../../clients/typescript/src';
+import {
+  PartnerApiError,
+  createClient,
+  deprecationLink,
+  retryDelayMs,
+  type ClientOptions,
+  type DeprecationEvent,
+} from '../../clients/typescript/src';
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } });
 
-function scripted(responses: Response[]) {
+function scripted(responses: Response[], options: Partial<ClientOptions> = {}) {
   const seen: string[] = [];
   const slept: number[] = [];
   const api = createClient({
@@ -22,6 +29,7 @@ function scripted(responses: Response[]) {
     },
     sleep: async (ms) => void slept.push(ms),
     now: () => Date.parse('2030-01-01T00:00:00Z'),
+    ...options,
   });
   return { api, seen, slept };
 }
@@ -81,5 +89,75 @@ describe('client transport: retries', () => {
     );
     expect([error?.status, error?.error, error?.request_id]).toEqual([502, 'Bad Gateway', 'edge-1']);
     expect(seen).toHaveLength(1);
+  });
+});
+
+describe('client transport: deprecation and cancelling', () => {
+  const deprecated = () =>
+    json(
+      200,
+      { categories: [] },
+      {
+        Deprecation: '@1893456000',
+        Sunset: 'Sat, 01 Jan 2033 00:00:00 GMT',
+        Link: '<https://api.example.com/changelog#x>; rel="deprecation"; type="text/html"',
+        'X-Request-Id': 'dep-1',
+      },
+    );
+
+  test('an answer with a Deprecation header is reported with Sunset and the Link, answered as usual', async () => {
+    const events: DeprecationEvent[] = [];
+    const { api } = scripted([deprecated(), ok()], { onDeprecation: (e) => events.push(e) });
+    expect(await api.get('/categories')).toEqual({ categories: [] });
+    await api.get('/test_endpoint'); // not deprecated: not reported
+    expect(events).toEqual([
+      {
+        method: 'GET',
+        path: '/api/v1/partner/categories',
+        deprecation: '@1893456000',
+        sunset: 'Sat, 01 Jan 2033 00:00:00 GMT',
+        link: 'https://api.example.com/changelog#x',
+        request_id: 'dep-1',
+      },
+    ]);
+  });
+
+  test('by default one console warning per method and path; onDeprecation: false, none', async () => {
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const { api } = scripted([deprecated(), deprecated()]);
+      await api.get('/categories');
+      await api.get('/categories');
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0]![0])).toMatch(
+        /GET \/api\/v1\/partner\/categories is deprecated .*Sunset: Sat, 01 Jan 2033/,
+      );
+      const { api: quiet } = scripted([deprecated()], { onDeprecation: false });
+      await quiet.get('/categories');
+      expect(warn).toHaveBeenCalledTimes(1);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  test('deprecationLink picks the rel="deprecation" target among several links', () => {
+    expect(deprecationLink('<https://a/x>; rel="next", <https://a/d>; rel=deprecation')).toBe('https://a/d');
+    expect(deprecationLink('<https://a/x>; rel="next"')).toBeNull();
+    expect(deprecationLink(null)).toBeNull();
+  });
+
+  test('an AbortSignal ends the wait for a retry (the default sleep)', async () => {
+    const controller = new AbortController();
+    const api = createClient({
+      baseUrl: 'http://partner.test',
+      apiKey: 'pbk_test',
+      fetch: async () => {
+        setImmediate(() => controller.abort(new Error('stopped by the caller')));
+        return unavailable({ 'Retry-After': '30' });
+      },
+    });
+    const started = process.hrtime.bigint();
+    await expect(api.get('/test_endpoint', { signal: controller.signal })).rejects.toThrow('stopped by the caller');
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(10_000); // not the 30 s
   });
 });

@@ -7,7 +7,13 @@
 import createFetchClient, { type Client } from 'openapi-fetch';
 import { errorFromResponse, PartnerApiError, PartnerGraphqlError, type GraphqlError } from './errors';
 import type { paths } from './generated/openapi';
-import { createTransport, type EtagOptions, type RetryEvent, type RetryOptions } from './transport';
+import {
+  createTransport,
+  type DeprecationEvent,
+  type EtagOptions,
+  type RetryEvent,
+  type RetryOptions,
+} from './transport';
 
 /** The API's path prefix; a baseUrl without it gets it appended. */
 export const API_PREFIX = '/api/v1/partner';
@@ -22,14 +28,15 @@ type Params<P extends keyof paths> = Get<P> extends { parameters: infer X } ? X 
 export type JsonPath = {
   [P in keyof paths]: Ok<P> extends { 'application/json': unknown } ? (P extends '/graphql' ? never : P) : never;
 }[keyof paths];
-/** Paths whose GET answers text (HTML or GraphQL SDL). */
-export type TextPath = {
-  [P in keyof paths]: Ok<P> extends { 'text/html': string } | { 'text/plain': string } ? P : never;
-}[keyof paths];
 /** The NDJSON exports. */
 export type ExportPath = {
   [P in keyof paths]: Ok<P> extends { 'application/x-ndjson': unknown } ? P : never;
 }[keyof paths];
+/** Paths whose GET answers another media type (the HTML pages, the GraphQL SDL): read as text. */
+export type TextPath = Exclude<
+  { [P in keyof paths]: Get<P> extends never ? never : P }[keyof paths],
+  JsonPath | ExportPath | '/graphql'
+>;
 
 /** The 200 body of a JSON path. */
 export type ResponseBody<P extends JsonPath> = Ok<P> extends { 'application/json': infer B } ? B : never;
@@ -135,10 +142,15 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** Called before each retry. */
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * Called for an answer that carries a `Deprecation` header (RFC 9745; with `Sunset`, RFC 8594, and
+   * `Link; rel="deprecation"`). Default: one console.warn per method and path; `false`: nothing.
+   */
+  onDeprecation?: ((event: DeprecationEvent) => void) | false;
   /** The fetch to use (default globalThis.fetch). */
   fetch?: (request: Request) => Promise<Response>;
-  /** How to wait before a retry (default setTimeout); tests inject their own. */
-  sleep?: (ms: number) => Promise<void>;
+  /** How to wait before a retry (default setTimeout, ended early by the request's AbortSignal); tests inject their own. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** The clock for an HTTP-date Retry-After (default Date.now). */
   now?: () => number;
 }
@@ -172,7 +184,34 @@ export interface PartnerClient {
   raw: Client<paths>;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** setTimeout, rejected with the signal's reason when it aborts first. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+
+/** The default onDeprecation: one warning per method and path. */
+function warnOnce(): (event: DeprecationEvent) => void {
+  const warned = new Set<string>();
+  return (e) => {
+    const key = `${e.method} ${e.path}`;
+    if (warned.has(key)) return;
+    warned.add(key);
+    console.warn(
+      `@partner-bar/client: ${key} is deprecated (Deprecation: ${e.deprecation}` +
+        `${e.sunset ? `, Sunset: ${e.sunset}` : ''})${e.link ? `; see ${e.link}` : ''}`,
+    );
+  };
+}
 
 function apiBase(baseUrl: string): string {
   const trimmed = baseUrl.replace(/\/+$/, '');
@@ -190,6 +229,7 @@ export function createClient(options: ClientOptions): PartnerClient {
     sleep: options.sleep ?? sleep,
     now: options.now ?? Date.now,
     onRetry: options.onRetry,
+    onDeprecation: options.onDeprecation === false ? undefined : (options.onDeprecation ?? warnOnce()),
   });
   const raw = createFetchClient<paths>({
     baseUrl: apiBase(options.baseUrl),

@@ -26,7 +26,14 @@ export {
   type TextPath,
 } from './client';
 export { PartnerApiError, PartnerGraphqlError, type GraphqlError } from './errors';
-export { retryDelayMs, type EtagOptions, type RetryEvent, type RetryOptions } from './transport';
+export {
+  deprecationLink,
+  retryDelayMs,
+  type DeprecationEvent,
+  type EtagOptions,
+  type RetryEvent,
+  type RetryOptions,
+} from './transport';
 export type { components, operations, paths } from './generated/openapi';
 /** Typed GraphQL documents (generated from clients/typescript/graphql/*.graphql) and the schema's types. */
 export * as gql from './generated/graphql/graphql';

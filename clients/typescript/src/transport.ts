@@ -21,6 +21,20 @@ export interface RetryEvent {
   request_id: string | null;
 }
 
+/** An answer announcing its deprecation (RFC 9745 Deprecation, RFC 8594 Sunset, Link rel="deprecation"). */
+export interface DeprecationEvent {
+  method: string;
+  /** The URL's path (without the query). */
+  path: string;
+  /** The Deprecation header as sent (`@<unix seconds>`). */
+  deprecation: string;
+  /** When it stops working (the Sunset header, an HTTP date), if announced. */
+  sunset: string | null;
+  /** The URL of the `Link; rel="deprecation"` header (the changelog entry), if any. */
+  link: string | null;
+  request_id: string | null;
+}
+
 export interface EtagOptions {
   /** Responses kept (least recently used dropped first; default 500). */
   maxEntries?: number;
@@ -30,9 +44,20 @@ export interface TransportOptions {
   fetch: (request: Request) => Promise<Response>;
   retry: Required<RetryOptions>;
   etag: Required<EtagOptions> | undefined;
-  sleep: (ms: number) => Promise<void>;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   now: () => number;
   onRetry?: (event: RetryEvent) => void;
+  onDeprecation?: (event: DeprecationEvent) => void;
+}
+
+/** The target of the first `Link` value with rel="deprecation". */
+export function deprecationLink(link: string | null): string | null {
+  if (!link) return null;
+  for (const part of link.split(/,(?=\s*<)/)) {
+    const match = /^\s*<([^>]*)>(.*)$/.exec(part);
+    if (match && /;\s*rel="?([^";]*\s)?deprecation(\s[^";]*)?"?\s*(;|$)/i.test(match[2]!)) return match[1]!;
+  }
+  return null;
 }
 
 interface Cached {
@@ -62,6 +87,17 @@ export function createTransport(options: TransportOptions): (request: Request) =
       const attemptRequest = request.clone();
       if (cached) attemptRequest.headers.set('If-None-Match', cached.etag);
       const response = await options.fetch(attemptRequest);
+      const deprecation = response.headers.get('deprecation');
+      if (deprecation !== null && options.onDeprecation) {
+        options.onDeprecation({
+          method: request.method,
+          path: new URL(request.url).pathname,
+          deprecation,
+          sunset: response.headers.get('sunset'),
+          link: deprecationLink(response.headers.get('link')),
+          request_id: response.headers.get('x-request-id'),
+        });
+      }
       if ((response.status === 429 || response.status === 503) && attempt < options.retry.maxRetries) {
         const delayMs = retryDelayMs(
           response.headers.get('retry-after'),
@@ -77,7 +113,7 @@ export function createTransport(options: TransportOptions): (request: Request) =
             delayMs,
             request_id: response.headers.get('x-request-id'),
           });
-          await options.sleep(delayMs);
+          await options.sleep(delayMs, request.signal);
           continue;
         }
       }
