@@ -3,7 +3,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', '.data/', 'node_modules/', 'coverage/'] },
+  {
+    ignores: [
+      'dist/',
+      '.data/',
+      'node_modules/',
+      'coverage/',
+      // The TypeScript client's generated code (npm run client:generate) and build.
+      'clients/typescript/src/generated/',
+      'clients/typescript/dist/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
