@@ -39,8 +39,12 @@ export function Overview({ gql }) {
     const rows = data.hourlyUsageSince.byHour.map((g) => ({ t: pgSeconds(g.keys[0]), ...g.sum }));
     return hourlyFrame(rows, new Date(data.at - days * 24 * HOUR), new Date(data.at), STATUS_SERIES);
   }, [data]);
-  if (error) return html`<h2>Overview</h2><${ErrorNote} error=${error} />`;
-  if (!data) return html`<h2>Overview</h2><p>Loading…</p>`;
+  if (error)
+    return html`<h2>Overview</h2>
+      <${ErrorNote} error=${error} />`;
+  if (!data)
+    return html`<h2>Overview</h2>
+      <p>Loading…</p>`;
   const sum = data.hourlyUsageSince.aggregates.sum;
   const keys = new Map(data.allApiKeys.nodes.map((k) => [k.rowId, k]));
   const top = data.hourlyUsageSince.byKey

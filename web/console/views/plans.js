@@ -10,8 +10,12 @@ export function Plans({ gql }) {
   const { data, error, reload } = useLoad(() => gql(PLANS), []);
   const [form, setForm] = useState({ name: '', perMinute: '', perDay: '', perMonth: '' });
   const field = (name) => (e) => setForm({ ...form, [name]: e.target.value });
-  if (error) return html`<h2>Plans</h2><${ErrorNote} error=${error} />`;
-  if (!data) return html`<h2>Plans</h2><p>Loading…</p>`;
+  if (error)
+    return html`<h2>Plans</h2>
+      <${ErrorNote} error=${error} />`;
+  if (!data)
+    return html`<h2>Plans</h2>
+      <p>Loading…</p>`;
   const create = () =>
     gql(
       `mutation($name: String!, $m: Int, $d: Int, $mo: Int) {

@@ -13,8 +13,12 @@ export function Subscribers({ gql }) {
   const [q, setQ] = useState('');
   const [name, setName] = useState('');
   const [plan, setPlan] = useState('');
-  if (error) return html`<h2>Subscribers</h2><${ErrorNote} error=${error} />`;
-  if (!data) return html`<h2>Subscribers</h2><p>Loading…</p>`;
+  if (error)
+    return html`<h2>Subscribers</h2>
+      <${ErrorNote} error=${error} />`;
+  if (!data)
+    return html`<h2>Subscribers</h2>
+      <p>Loading…</p>`;
   const needle = q.trim().toLowerCase();
   const rows = data.allSubscribers.nodes
     .filter((s) => !needle || s.name.toLowerCase().includes(needle) || s.rowId.startsWith(needle))
