@@ -65,8 +65,7 @@ create index if not exists request_log_subscriber on admin.request_log (subscrib
 create index if not exists request_log_key on admin.request_log (api_key_id, created_at desc, id desc);
 create index if not exists request_log_request_id on admin.request_log (request_id);
 grant select on admin.request_log to bar_operator;
-comment on table admin.request_log is
-  'The request log: answered partner requests that ended in 4xx/5xx (all with REQUEST_LOG=all), 30 days; subscriberId null: a request without a valid key (401). Look an entry up by requestId (condition) or with requestLogEntries.';
+comment on table admin.request_log is E'@foreignKey (subscriber_id) references admin.subscribers (id)\n@foreignKey (api_key_id) references admin.api_keys (id)\nThe request log: answered partner requests that ended in 4xx/5xx (all with REQUEST_LOG=all), 30 days; subscriberId null: a request without a valid key (401). Look an entry up by requestId (condition) or with requestLogEntries.';
 
 -- Entries stored per key (or client address, for 401s) and UTC minute, across instances:
 -- at most 1,000, and one 429.
