@@ -184,7 +184,7 @@ describe.each(['in-process counters', 'Redis (own redis-server)'])('usage histor
   });
 });
 
-describe('usage history: two instances sharing Redis and PostgreSQL, one restarted in the middle', () => {
+describe('usage history: three instances sharing Redis and PostgreSQL, one restarted in the middle', () => {
   let db: TestDatabase;
   let redisServer: OwnRedisServer;
   let client: RedisClient;
@@ -208,20 +208,21 @@ describe('usage history: two instances sharing Redis and PostgreSQL, one restart
     const start = () => startPartner(db, { redis: client, redisPrefix: 'shared:' });
     const a = await start();
     let b = await start();
-    instances.push(a, b);
+    const c = await start();
+    instances.push(a, b, c);
     const plan = await createPlan(db.owner, 20);
     const key = await issueKey(db.owner, { plan });
     const second = await issueKey(db.owner, { subscriberId: key.subscriberId });
     const seen = new Map<string, Classes>();
-    await traffic([a.app, b.app], key.apiKey, seen, 2);
-    await traffic([b.app, a.app], second.apiKey, seen, 1);
+    await traffic([a.app, b.app, c.app], key.apiKey, seen, 2);
+    await traffic([b.app, c.app, a.app], second.apiKey, seen, 1);
     // b restarts (clean shutdown: its pending counts are pushed and flushed), a new b goes on
     await b.close();
     b = await start();
     instances.push(b);
-    await traffic([a.app, b.app], key.apiKey, seen, 3); // past the minute limit of 20: 429s
-    expect([...seen.values()].reduce((n, c) => n + c.rate_limited, 0)).toBeGreaterThan(0);
-    await flush(a, b);
+    await traffic([a.app, b.app, c.app], key.apiKey, seen, 3); // past the minute limit of 20: 429s
+    expect([...seen.values()].reduce((n, k) => n + k.rate_limited, 0)).toBeGreaterThan(0);
+    await flush(a, b, c);
     const res = await history(a.app, key.apiKey, around());
     expect(sorted(byEndpoint(res.body.series))).toEqual(sorted(seen));
     // two keys: series per key prefix

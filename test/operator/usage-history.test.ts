@@ -4,6 +4,8 @@
  * subscribers with lookup by request id (401s without a subscriber too);
  * hostile arguments of the new fields are client errors, never a 5xx.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { issueKey } from '../support/partner';
 import { startOperatorHarness, type OperatorHarness } from './support';
@@ -142,6 +144,20 @@ describe('operator GraphQL: hourly usage and the request log', () => {
     ]);
     expect(a.apiKey.startsWith(d.byCondition.nodes[0].keyPrefix)).toBe(true);
     expect(d.key.requestLogsByApiKeyId.nodes).toEqual([{ requestId: 'op-b' }]);
+  });
+
+  test("docs/OPERATOR-GRAPHQL.md's v1.3 examples run", async () => {
+    const doc = fs.readFileSync(path.resolve(__dirname, '../../docs/OPERATOR-GRAPHQL.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const keyView = blocks.find((b) => b.includes('query KeyView'))!;
+    const lookup = blocks.find((b) => b.includes('requestLogEntries(requestId'))!;
+    const k = await issueKey(db.owner);
+    const a = await ops.gql(keyView, { since: '2026-11-24T00:00:00Z', key: k.keyId });
+    expect(a.body.errors).toBeUndefined();
+    expect(a.body.data!.apiKeyByRowId.requestLogsByApiKeyId.nodes).toEqual([]);
+    const b = await ops.gql(lookup.replace('3f1c…', 'op-401'));
+    expect(b.body.errors).toBeUndefined();
+    expect(b.body.data!.requestLogEntries.nodes).toHaveLength(1);
   });
 
   test.each([
