@@ -42,6 +42,8 @@ export interface Config {
   /** Worker processes sharing the partner port (WEB_CONCURRENCY: a number, or 'auto' = one per core). */
   webConcurrency: number;
   embedded: { dataDir: string; port: number; startTimeoutMs: number };
+  /** REQUEST_LOG: which answers the request log keeps (errors = 4xx/5xx, the default; all; off). */
+  requestLog: 'all' | 'errors' | 'off';
   /** Usage-alert e-mails: SMTP_URL, MAIL_FROM, PUBLIC_BASE_URL, EMAIL_LINK_KEY, EMAIL_OUTBOX_DIR (server/email/settings.ts). */
   email: EmailConfig;
   /** TEST_CLOCK: the fixed instant answers are computed at (tests only; production refuses it). Unset: the system clock. */
@@ -100,6 +102,13 @@ function webConcurrency(env: NodeJS.ProcessEnv): number {
   return n;
 }
 
+function requestLogMode(env: NodeJS.ProcessEnv): Config['requestLog'] {
+  const raw = (env.REQUEST_LOG || 'errors').toLowerCase();
+  if (raw !== 'all' && raw !== 'errors' && raw !== 'off')
+    throw new Error(`REQUEST_LOG must be all, errors or off, got "${env.REQUEST_LOG}"`);
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = env.DATABASE_URL || undefined;
@@ -131,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: int('EMBEDDED_PG_PORT', 54329, env),
       startTimeoutMs: int('EMBEDDED_PG_START_TIMEOUT_MS', 30000, env),
     },
+    requestLog: requestLogMode(env),
     email: emailConfig(env, nodeEnv === 'production', projectRoot, int('PORT', 3000, env)),
     testClock: parseTestClock(env.TEST_CLOCK),
   };

@@ -50,6 +50,7 @@ import { startWebhookRunner } from './webhooks/runner';
 import { createEmailSender } from './email/sender';
 import { maintenanceCrontab, maintenanceTasks } from './maintenance/tasks';
 import { startupConfigProblem } from './startup-check';
+import { RequestLog } from './usage/request-log';
 
 /** The demo generator only seeds an empty database: no cities, bars, categories or users. */
 async function hasBarData(url: string): Promise<boolean> {
@@ -303,6 +304,9 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
     logger,
   });
   cleanups.push({ name: 'usage and alerts', run: () => guard.close() }); // writes pending usage counts
+  // 4xx/5xx answers (REQUEST_LOG), batched to the primary; its buffer is written at shutdown (before the pool ends)
+  const requestLog = new RequestLog({ pool, logger, mode: config.requestLog });
+  cleanups.push({ name: 'request log', run: () => requestLog.close() });
   // Concurrent exports per key are counted across instances in Redis when configured (else in process).
   const exportRedisTarget = redisTarget(config.redisUrl, config.redisClusterNodes.join(','));
   const exportRedis = exportRedisTarget ? createRedisClient(exportRedisTarget, logger) : undefined;
@@ -326,6 +330,7 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
       stop: exportStop.signal,
     },
     email: { linkKey: config.email.linkKey, pool }, // unsubscribe links: a write, on the primary
+    requestLog,
     health: {
       draining: () => draining,
       checks: [postgresCheck(pool), ...(reads instanceof ReadRoutingPool ? reads.checks() : [])],

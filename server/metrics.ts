@@ -146,3 +146,29 @@ export const graphqlRejections = new Counter({
   labelNames: ['code'] as const,
   registers: [registry],
 });
+
+/** The request log (server/usage/request-log.ts): entries stored, dropped (by reason), and waiting in the buffer. */
+export const requestLogWritten = new Counter({
+  name: 'partner_request_log_written_total',
+  help: 'Request log entries stored in PostgreSQL',
+  registers: [registry],
+});
+export const requestLogDropped = new Counter({
+  name: 'partner_request_log_dropped_total',
+  help: 'Request log entries dropped: buffer_full (PostgreSQL slow or down), write_error (a batch PostgreSQL refused)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+export const requestLogBuffered = new Gauge({
+  name: 'partner_request_log_buffer_entries',
+  help: 'Request log entries waiting in memory for the next batch',
+  registers: [registry],
+});
+
+/** 1 while a database's circuit breaker is open (db/pg-breaker.ts: PostgreSQL not answering; requests get 503). */
+export const dbBreakerOpen = new Gauge({
+  name: 'partner_db_breaker_open',
+  help: "1 while a database's circuit breaker is open (not answering: partner requests get 503), else 0",
+  labelNames: ['database'] as const,
+  registers: [registry],
+});

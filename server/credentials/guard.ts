@@ -27,6 +27,7 @@ import { createRedisClient, type RedisClient, type RedisTarget } from '../redis'
 import { UsageAlerts } from '../usage/alerts';
 import { NO_ENDPOINT, UsageRecorder } from '../usage/recorder';
 import { SharedUsage } from '../usage/shared';
+import { HourlyUsage } from '../usage/history';
 import { endpointBeforeRouting } from './endpoint';
 import { CredentialsChangeListener } from './change-listener';
 import { IdentityCache, type StoredIdentity } from './identity-cache';
@@ -64,6 +65,8 @@ export interface PartnerGuard {
   sharedUsage?: SharedUsage;
   breaker?: RedisBreaker;
   alerts: UsageAlerts;
+  /** Usage by hour, key, endpoint and status class (usage/history.ts). */
+  history: HourlyUsage;
   /** Stops listening, writes pending usage and alerts, releases Redis; says what it wrote. */
   close(): Promise<{ usageRequestsWritten: number; sharedUsageKeyDaysWritten: number }>;
 }
@@ -109,6 +112,15 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
   // Counts an instance made in Redis and could not flush (killed) are written by the next sweep of any instance.
   if (sharedUsage) void sharedUsage.sweep(true);
   const alerts = new UsageAlerts(pool, logger);
+  const history = new HourlyUsage({
+    pool,
+    logger,
+    redis: sharedUsage ? redis : undefined,
+    breaker,
+    prefix: redisPrefix,
+    touch: (keyId, day) => sharedUsage?.touch(keyId, day),
+    flushEveryMs: options.usageFlushMs,
+  });
 
   // Addresses over the failed-auth limit, known locally until their window ends (no Redis round trip).
   const blocked = new Map<string, number>();
@@ -149,6 +161,10 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
         const endpoint = rateLimited ? NO_ENDPOINT : endpointOf(req);
         usage.record(identity.keyId, endpoint, rateLimited, undefined, rateLimited ? 1 : (ctx.weight ?? 1));
+      }
+      if (!ctx.free) {
+        const at = ctx.windows?.start.minute ?? Date.now(); // the script's day and hour
+        history.record(identity.keyId, ctx.endpoint ?? endpointOf(req), res.statusCode, at, !!ctx.outcome?.shared);
       }
       if (rateLimited) return;
       alerts.check(identity, limits.counted(res), ctx.weight ?? 1);
@@ -194,10 +210,12 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     sharedUsage,
     breaker,
     alerts,
+    history,
     async close() {
       await listener.close();
       const usageRequests = usage.pendingRequests;
       await usage.close();
+      await history.close(); // before the shared flush: it writes the hourly fields pushed to Redis
       const sharedKeyDays = sharedUsage ? await sharedUsage.flush() : 0;
       await sharedUsage?.close();
       breaker?.close();

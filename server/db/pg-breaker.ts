@@ -15,6 +15,7 @@
  * - A probe runs every `probeMs` (1 s); the first answer (a probe's, or a late
  *   answer to a query that was waiting) closes it.
  */
+import { dbBreakerOpen } from '../metrics';
 import pg from 'pg';
 import type { Logger } from '../log';
 
@@ -62,6 +63,7 @@ export class PgBreaker {
     this.silenceMs = o.silenceMs ?? 2000;
     this.probeMs = o.probeMs ?? 1000;
     this.probeTimeoutMs = o.probeTimeoutMs ?? 600;
+    dbBreakerOpen.set({ database: o.name }, 0);
     this.watch = setInterval(() => this.check(), Math.max(20, Math.floor(this.silenceMs / 20)));
     this.watch.unref();
   }
@@ -124,6 +126,7 @@ export class PgBreaker {
 
   private open(): void {
     this.openSince = Date.now();
+    dbBreakerOpen.set({ database: this.o.name }, 1);
     this.o.logger.error(
       { database: this.o.name, waiting: this.waiting.size, silentForMs: Date.now() - this.lastAnswerAt },
       'database not answering: circuit open, requests answered 503 until a probe answers',
@@ -139,6 +142,7 @@ export class PgBreaker {
   private close(reason: string): void {
     const openFor = Date.now() - (this.openSince ?? Date.now());
     this.openSince = undefined;
+    dbBreakerOpen.set({ database: this.o.name }, 0);
     clearInterval(this.probeTimer);
     this.probeTimer = undefined;
     this.o.logger.warn(

@@ -39,6 +39,8 @@ export interface PartnerAppDeps {
   graphql?: RequestHandler;
   /** GET export/*: the pool (the primary), concurrent-export slots (Redis), batch size (routes/export.ts). */
   export?: ExportOptions;
+  /** The request log (usage/request-log.ts): records answers on `finish`, off the request's path. */
+  requestLog?: { middleware(): RequestHandler };
   /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
   email?: { linkKey?: Buffer; pool?: Pool };
   /** The instant answers are computed at (open now, events today, ...; default: the system clock). */
@@ -54,6 +56,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
 
   app.use(requestId);
   app.use(accessLog(deps.logger));
+  if (deps.requestLog) app.use(deps.requestLog.middleware());
   app.use(strictTransportSecurity);
   app.use(compression({ threshold: COMPRESSION_THRESHOLD })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
   // One-click unsubscribe from alert e-mails (RFC 8058 POST, an HTML page): no key, before the GET/JSON-only checks.

@@ -369,6 +369,66 @@ export const E = {
     body: ref('Usage'),
   }),
 
+  // ---- usage history and request log (decisions.md v1.3; routes/usage.ts)
+  usageHistory: endpoint({
+    path: '/usage/history',
+    operationId: 'getUsageHistory',
+    summary: "The subscriber's answered requests per hour (or day), key and endpoint, by status class",
+    description:
+      'Counts against no bucket and is not counted itself (nor are `usage` and `usage/requests`). Buckets with ' +
+      'no request are left out; `requests` = the sum of the four status classes; `rate_limited` counts the ' +
+      '429s (part of `4xx`). Exact across instances; visible within 60 seconds. The range starts at the hour ' +
+      '(day) of `start` and ends before `end`; at most 7 days of hours or 400 days of days (longer: 400).',
+    query: [
+      query('granularity', { type: 'string', enum: ['hour', 'day'], default: 'hour' }, 'bucket size'),
+      query(
+        'start',
+        { type: 'string', format: 'date-time' },
+        'ISO 8601 date-time with an offset (send + as %2B). Default: 24 hours (hour) or 30 days (day) before end',
+      ),
+      query('end', { type: 'string', format: 'date-time' }, 'ISO 8601 date-time with an offset. Default: now'),
+      query(
+        'endpoint',
+        { type: 'string' },
+        'only this endpoint, named as in the series (e.g. `bars`, `bars/:id`, `search`, `graphql`); unknown: 400 listing the names',
+      ),
+    ],
+    body: ref('UsageHistory'),
+  }),
+  usageRequests: endpoint({
+    path: '/usage/requests',
+    operationId: 'listUsageRequests',
+    summary: "The subscriber's request log: answers that ended in 4xx or 5xx, newest first (30 days)",
+    description:
+      'Counts against no bucket. An entry is visible within 5 seconds of its answer; of the 429s only the ' +
+      'first of each key and minute is kept, and at most 1,000 entries a key and minute (the rest are counted ' +
+      "in `usage/history`). Another subscriber's entries are never visible (a foreign `request_id` finds " +
+      'nothing); no entry contains an API key (key-shaped values in the path or query are redacted). Pages: ' +
+      'pass `next_cursor` as `cursor` (with the same filters) until it is null.',
+    query: [
+      query(
+        'status',
+        { type: 'string', pattern: '^([1-5][0-9][0-9]|[1-5]xx)$' },
+        'a status code (e.g. `404`) or a class (`4xx`, `5xx`)',
+      ),
+      query('endpoint', { type: 'string' }, 'only this endpoint (names as in usage/history); unknown: 400'),
+      query('request_id', { type: 'string', minLength: 1, maxLength: 128 }, 'the X-Request-Id of an answer'),
+      query(
+        'since',
+        { type: 'string', format: 'date-time' },
+        'entries at or after this instant (ISO 8601 with offset)',
+      ),
+      query(
+        'until',
+        { type: 'string', format: 'date-time' },
+        'entries at or before this instant (ISO 8601 with offset)',
+      ),
+      query('limit', { type: 'integer', minimum: 1, maximum: 200, default: 50 }, 'entries per page'),
+      query('cursor', { type: 'string' }, 'opaque: the `next_cursor` of the previous page'),
+    ],
+    body: ref('UsageRequests'),
+  }),
+
   // ---- bulk export (decisions.md "Bulk export and incremental sync"; docs/EXPORT.md)
   exportBars: endpoint({
     path: '/export/bars',

@@ -231,6 +231,45 @@ const schemas: Record<string, Schema> = {
     window_start: timestamp,
     created_at: timestamp,
   }),
+  UsageHistory: object({
+    subscriber_id: { type: 'string', format: 'uuid' },
+    granularity: { type: 'string', enum: ['hour', 'day'] },
+    start: timestamp,
+    end: timestamp,
+    series: array(ref('UsageHistoryBucket')),
+  }),
+  UsageHistoryBucket: object(
+    {
+      start: timestamp,
+      key_prefix: { type: 'string', description: 'the first characters of the key (never the key)' },
+      endpoint: { type: 'string', description: "route pattern, e.g. 'bars/:id'; '(none)': no endpoint matched" },
+      requests: { type: 'integer', minimum: 1, description: 'answered requests (the sum of the four classes)' },
+      status: object({
+        '2xx': { type: 'integer', minimum: 0 },
+        '3xx': { type: 'integer', minimum: 0 },
+        '4xx': { type: 'integer', minimum: 0 },
+        '5xx': { type: 'integer', minimum: 0 },
+      }),
+      rate_limited: { type: 'integer', minimum: 0, description: 'the 429s (part of 4xx)' },
+    },
+    'one hour (or day) of one key and endpoint',
+  ),
+  UsageRequests: object({
+    requests: array(ref('UsageRequest'), { maxItems: 200 }),
+    next_cursor: { anyOf: [{ type: 'string' }, { type: 'null' }], description: 'pass as cursor for the next page' },
+  }),
+  UsageRequest: object({
+    request_id: string,
+    created_at: { type: 'string', format: 'date-time', description: 'when the answer was written (UTC, ms)' },
+    key_prefix: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    method: string,
+    path: { type: 'string', maxLength: 2048, description: 'path and query as received, key-shaped values redacted' },
+    endpoint: string,
+    status: { type: 'integer', minimum: 100, maximum: 599 },
+    error: { anyOf: [{ type: 'string' }, { type: 'null' }], description: "the answer's error message" },
+    duration_ms: { type: 'number', minimum: 0 },
+    client_ip: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+  }),
   // Bulk export (docs/EXPORT.md): each schema is ONE line of the application/x-ndjson stream.
   ExportBarLine: object(
     {

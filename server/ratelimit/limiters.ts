@@ -57,6 +57,8 @@ export interface RateLimitContext {
   refunded?: boolean;
   /** Requests this one counts as (default 1): a GraphQL query's points; 0 counts nothing (a rejected query). */
   weight?: number;
+  /** A free endpoint (FREE_ENDPOINTS): counted nowhere, not in the usage history either. */
+  free?: boolean;
   /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
   refund?: () => Promise<void>;
 }
@@ -74,7 +76,7 @@ export interface LimiterOptions {
 export const FAILED_AUTH_LIMIT = 30;
 
 /** Endpoints that count against no bucket (decisions.md v1.2 "Usage for partners"): their counts are read only. */
-export const FREE_ENDPOINTS: ReadonlySet<string> = new Set(['usage']);
+export const FREE_ENDPOINTS: ReadonlySet<string> = new Set(['usage', 'usage/history', 'usage/requests']);
 
 /** The rate-limit context the guard put on the response (res.locals.rateLimit). */
 export function rateLimitContext(res: Response): RateLimitContext {
@@ -221,6 +223,7 @@ export class PartnerRateLimits {
         ctx.windows = windowsAt(Date.now());
         ctx.outcome = await this.store.peek(ctx);
         ctx.refunded = true;
+        ctx.free = true;
         return true;
       },
       requestPropertyName: 'rateLimit_buckets',

@@ -4,7 +4,8 @@
  * wrong variable types, odd bodies) against the real endpoint, guard and
  * database. Every answer is below 500, JSON with X-Request-Id, errors carry a
  * code and the request id, and no answer shows SQL or a stack.
- * FUZZ_SEED and FUZZ_COUNT reproduce or widen a run.
+ * FUZZ_SEED and FUZZ_COUNT reproduce or widen a run. The operator endpoint's
+ * usage-history and request-log fields (v1.3) get the same treatment.
  */
 import request from 'supertest';
 import { seedDemoData } from '../../db/seed';
@@ -12,6 +13,7 @@ import { GRAPHQL_PATH } from '../../server/graphql/endpoint';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createPlan, issueKey } from '../support/partner';
 import { startGraphqlPartner, type GraphqlPartner } from './support';
+import { startOperatorHarness, type OperatorHarness } from '../operator/support';
 import { testNow } from '../support/clock';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261124);
@@ -234,3 +236,70 @@ function judge(status: number, headers: Record<string, string>, text: string): s
   }
   return undefined;
 }
+
+// ---------------------------------------------------------------- the operator endpoint's v1.3 fields
+
+const OPERATOR_VALID = [
+  '{ allHourlyUsages(first: 5) { totalCount aggregates { sum { requests status4Xx rateLimited } } } }',
+  '{ allHourlyUsages { groupedAggregates(groupBy: [API_KEY_ID, ENDPOINT]) { keys sum { requests } } } }',
+  '{ hourlyUsageSince(since: "2026-11-24T00:00:00Z", orderBy: [HOUR_DESC]) { nodes { hour endpoint requests } } }',
+  '{ requestLogSince(since: "2026-11-24T00:00:00Z", first: 10) { totalCount nodes { requestId status path } } }',
+  '{ requestLogEntries(requestId: "op-fuzz-1") { nodes { requestId status subscriberId error } } }',
+  '{ allRequestLogs(condition: { status: 400 }, first: 3) { nodes { requestId keyPrefix } } }',
+  'query Q($s: Datetime!, $id: String!) { requestLogSince(since: $s) { totalCount } requestLogEntries(requestId: $id) { totalCount } }',
+];
+const OPERATOR_VARIABLES: unknown[] = [
+  { s: 'not a date', id: 'x' },
+  { s: '2026-13-45T99:00:00Z', id: '\u0000' },
+  { s: null, id: null },
+  { s: 5, id: 7 },
+  { s: '2026-11-24T00:00:00Z', id: 'x'.repeat(20_000) },
+  { s: 'infinity', id: "' OR 1=1--" },
+  { s: '-infinity', id: '%FF' },
+  { s: '294277-01-01T00:00:00Z', id: '' },
+];
+
+describe('fuzz: hostile arguments to the operator usage history and request log fields', () => {
+  let db: TestDatabase;
+  let ops: OperatorHarness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ops = await startOperatorHarness(db);
+  }, 60_000);
+  afterAll(async () => {
+    await ops?.close();
+    await db?.drop();
+  });
+
+  test(`${Math.ceil(COUNT / 4)} generated operator documents (seed ${SEED}): no 5xx, JSON, no SQL or stack`, async () => {
+    const r = rng(SEED + 1);
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < Math.ceil(COUNT / 4); i++) {
+      const base = r.pick(OPERATOR_VALID);
+      const doc =
+        r.next() < 0.7
+          ? r.pick([
+              ...DOCUMENT_MUTATIONS.slice(0, 4),
+              (d: string) => d.replace(/"[^"]*"/g, () => r.pick(HOSTILE_VALUES)),
+              (d: string) => d.replace(/first: \d+/, `first: ${r.pick(['-1', '0', '100000', '1e9', 'null'])}`),
+              (d: string) => d.replace(/\[([A-Z_, ]+)\]/, `[${r.pick(['NOPE', '', 'HOUR, HOUR', '"HOUR"'])}]`),
+            ])(base, r)
+          : base;
+      const variables = base.startsWith('query') ? r.pick(OPERATOR_VARIABLES) : undefined;
+      const res = await ops.gql(doc, variables as Record<string, unknown> | undefined);
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      const text = JSON.stringify(res.body);
+      let problem: string | undefined;
+      if (res.status >= 500) problem = `status ${res.status}: ${text.slice(0, 300)}`;
+      else if (!res.body.data && !res.body.errors?.length) problem = `neither data nor errors: ${text.slice(0, 200)}`;
+      else if (/\bselect\b.*\bfrom\b|private\.|\n\s+at .*\.(ts|js):\d+/i.test(text))
+        problem = `SQL or a stack: ${text.slice(0, 300)}`;
+      if (problem && failures.length < 20) failures.push(`${problem}\n  document: ${doc.slice(0, 300)}`);
+    }
+    expect(failures).toEqual([]);
+    expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
+    expect(statuses.get(400) ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+});

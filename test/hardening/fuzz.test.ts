@@ -12,7 +12,9 @@ import { createPartnerServer, type PartnerServer } from '../../server/http/serve
 import { PARTNER_PREFIX as P } from '../../server/http/partner';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
-import { createPlan, issueKey, startPartner, type PartnerInstance } from '../support/partner';
+import { createPartnerApp } from '../../server/http/app';
+import { RequestLog } from '../../server/usage/request-log';
+import { createPlan, issueKey, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 3000);
@@ -100,6 +102,19 @@ const HOSTILE = [
   'aUsTiN',
   'x'.repeat(300),
   'A'.repeat(5000),
+  // usage history / request log values (v1.3)
+  'hour',
+  'day',
+  '4xx',
+  '429',
+  '9xx',
+  'bars%2F%3Aid',
+  '(none)',
+  '2026-11-25T10:00:00Z',
+  '2026-11-25T10:00:00%2B99:00',
+  'MjAyNi0xMS0yNVQxMDowMDowMC4wMDAwMDBafDE',
+  'bm90IGEgY3Vyc29y',
+  `pbk_${'K'.repeat(43)}`,
 ];
 
 const PATHS = [
@@ -114,6 +129,11 @@ const PATHS = [
   'cities',
   'groups/:v/:v',
   'test_endpoint',
+  'usage',
+  'usage/history',
+  'usage/history',
+  'usage/requests',
+  'usage/requests',
   'openapi.json',
   ':v',
   ':v/:v/:v/:v',
@@ -149,6 +169,14 @@ const PARAMS = [
   'q[a][b]',
   '__proto__[x]',
   'constructor[prototype][x]',
+  'granularity',
+  'start',
+  'end',
+  'endpoint',
+  'request_id',
+  'since',
+  'until',
+  'cursor',
   ':v',
 ];
 
@@ -214,6 +242,7 @@ describe('fuzz: hostile requests', () => {
   let server: PartnerServer;
   let port: number;
   let goodKey: string;
+  let log: RequestLog;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -222,13 +251,23 @@ describe('fuzz: hostile requests', () => {
     await f.bar(city, { name: 'The Tap' });
     goodKey = (await issueKey(db.owner, { plan: await createPlan(db.owner, null) })).apiKey;
     partner = await startPartner(db);
-    server = createPartnerServer({ tls: undefined }, partner.app);
+    // every answer goes through the request log too (REQUEST_LOG=all): hostile paths and queries are stored redacted
+    log = new RequestLog({ pool: partner.pool, logger: silentLogger, mode: 'all', maxBuffer: 100_000 });
+    const app = createPartnerApp({
+      config: { env: 'test' },
+      logger: silentLogger,
+      pool: partner.pool,
+      guard: partner.guard.handlers,
+      requestLog: log,
+    });
+    server = createPartnerServer({ tls: undefined }, app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     port = (server.address() as AddressInfo).port;
   });
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
+    await log.close();
     await partner.close();
     await db.drop();
   });
@@ -253,6 +292,17 @@ describe('fuzz: hostile requests', () => {
     expect(failures).toEqual([]);
     expect(statuses.get(200) ?? 0).toBeGreaterThan(0); // the generator also reaches real answers
     expect(statuses.get(400) ?? 0).toBeGreaterThan(COUNT / 10);
+    // the request log stored the answers (none refused, none dropped) and no key-shaped value
+    await log.close();
+    expect(log.dropped).toBe(0);
+    expect(log.written).toBeGreaterThan(COUNT / 10);
+    const { rows } = await db.owner.query<{ n: number }>(
+      `select count(*)::int as n from admin.request_log
+        where path ~* '(pbk_|pbk%5f)[A-Za-z0-9]' or path ~ '[A-Za-z0-9_-]{40}' or error ~* 'pbk_[A-Za-z0-9]'
+           or path like '%' || $1 || '%'`,
+      [goodKey.slice(4, 24)],
+    );
+    expect(rows[0]!.n).toBe(0);
   }, 120_000);
 });
 

@@ -4,6 +4,7 @@
 -- Usage flushed from Redis. batch: [{"day": "2026-11-23", "key_id": "...", "version": 42,
 --   "last_used_at": "2026-11-23T07:00:00Z", "counts": {"bars/:id": 12, "(none)": 1, "#429": 3}}]
 -- '#429' is the day's rate-limited count (stored under endpoint '(none)', column rate_limited).
+-- '@HH|C|endpoint': the hourly counts by status class (private.record_shared_hourly_usage).
 -- Returns how many key-days were applied (newer than what was stored).
 create or replace function api.record_shared_usage(batch jsonb) returns integer
   language plpgsql volatile security definer
@@ -34,6 +35,7 @@ begin
              sum(case when c.key = '#429' then 0 else c.value::bigint end) as requests,
              sum(case when c.key = '#429' then c.value::bigint else 0 end) as rate_limited
         from jsonb_each_text(r->'counts') c
+       where c.key not like '@%' -- hourly fields (51-usage-history.sql)
        group by 1
     ), merged as (
       select i.endpoint, i.requests, i.rate_limited,
@@ -57,6 +59,7 @@ begin
 
     update admin.api_keys k set last_used_at = greatest(k.last_used_at, (r->>'last_used_at')::timestamptz)
       where k.id = v_key and r->>'last_used_at' is not null;
+    perform private.record_shared_hourly_usage(v_key, v_day, r->'counts');
     v_applied := v_applied + 1;
   end loop;
   return v_applied;

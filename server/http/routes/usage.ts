@@ -6,7 +6,8 @@
 import { Router } from 'express';
 import type { PartnerAppDeps } from '../app';
 import { sendCacheable } from '../caching';
-import { E, expressPath, strictQuery } from '../endpoints';
+import { E, ENDPOINTS, expressPath, strictQuery } from '../endpoints';
+import { QueryParams, badRequest } from '../params';
 import type { PartnerIdentity } from '../partner';
 import { rateLimitContext } from '../../ratelimit/limiters';
 import { BUCKETS } from '../../ratelimit/windows';
@@ -31,5 +32,90 @@ export function usageRoutes(deps: PartnerAppDeps): Router {
     );
     await sendCacheable(res.req, res, rows[0]!.body);
   });
+
+  // GET usage/history (decisions.md v1.3): api.usage_history checks the range (PT400 naming the parameter).
+  router.get(expressPath(E.usageHistory), strictQuery(E.usageHistory), async (req, res) => {
+    const partner = res.locals.partner as PartnerIdentity;
+    const q = new QueryParams(req.query);
+    const granularity = q.oneOf('granularity', GRANULARITIES) ?? 'hour';
+    const start = q.dateTime('start');
+    const end = q.dateTime('end');
+    const endpoint = endpointParam(q);
+    const { rows } = await deps.pool.query<{ body: string }>(
+      `select api.usage_history(p_subscriber_id => $1, p_granularity => $2, p_start => $3, p_end => $4,
+        p_endpoint => $5)::text as body`,
+      [partner.subscriberId, granularity, start ?? null, end ?? null, endpoint ?? null],
+    );
+    await sendCacheable(req, res, rows[0]!.body);
+  });
+
+  // GET usage/requests (decisions.md v1.3 "Request log"): the subscriber's entries, newest first.
+  router.get(expressPath(E.usageRequests), strictQuery(E.usageRequests), async (req, res) => {
+    const partner = res.locals.partner as PartnerIdentity;
+    const q = new QueryParams(req.query);
+    const status = statusParam(q.string('status'));
+    const endpoint = endpointParam(q);
+    const requestId = q.string('request_id');
+    if (requestId !== undefined && (requestId === '' || requestId.length > 128))
+      throw badRequest('request_id must be 1 to 128 characters (an X-Request-Id)');
+    const since = q.dateTime('since');
+    const until = q.dateTime('until');
+    const limit = q.int('limit', { min: 1, max: 200, default: 50 });
+    const cursor = cursorParam(q.string('cursor'));
+    const { rows } = await deps.pool.query<{ body: string }>(
+      `select api.usage_requests(p_subscriber_id => $1, p_status_min => $2, p_status_max => $3, p_endpoint => $4,
+        p_request_id => $5, p_since => $6, p_until => $7, p_limit => $8, p_cursor_at => $9,
+        p_cursor_id => $10)::text as body`,
+      [
+        partner.subscriberId,
+        status?.[0] ?? null,
+        status?.[1] ?? null,
+        endpoint ?? null,
+        requestId ?? null,
+        since ?? null,
+        until ?? null,
+        limit,
+        cursor?.at ?? null,
+        cursor?.id ?? null,
+      ],
+    );
+    await sendCacheable(req, res, rows[0]!.body);
+  });
   return router;
+}
+
+const GRANULARITIES = ['hour', 'day'] as const;
+
+/** The endpoint names usage is counted under: the route patterns, 'graphql' and '(none)'. */
+let endpointNames: string[] | undefined;
+export function usageEndpointNames(): string[] {
+  endpointNames ??= [...ENDPOINTS.map((e) => expressPath(e).slice(1)), 'graphql', '(none)'];
+  return endpointNames;
+}
+
+function endpointParam(q: QueryParams): string | undefined {
+  const endpoint = q.string('endpoint');
+  if (endpoint === undefined) return undefined;
+  if (!usageEndpointNames().includes(endpoint))
+    throw badRequest(`endpoint must be one of ${usageEndpointNames().join(', ')}`);
+  return endpoint;
+}
+
+/** '404' -> [404, 404]; '4xx' -> [400, 499]. */
+function statusParam(raw: string | undefined): [number, number] | undefined {
+  if (raw === undefined) return undefined;
+  if (/^[1-5][0-9][0-9]$/.test(raw)) return [Number(raw), Number(raw)];
+  if (/^[1-5]xx$/i.test(raw)) return [Number(raw[0]) * 100, Number(raw[0]) * 100 + 99];
+  throw badRequest('status must be a status code (e.g. 404) or a class (4xx, 5xx)');
+}
+
+/** next_cursor (api.usage_requests): base64url of "<created_at, microseconds>|<id>". */
+function cursorParam(raw: string | undefined): { at: string; id: string } | undefined {
+  if (raw === undefined) return undefined;
+  const text = /^[A-Za-z0-9_-]{1,200}$/.test(raw) ? Buffer.from(raw, 'base64url').toString('utf8') : '';
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|(\d{1,18})$/.exec(text);
+  const ms = m ? Date.parse(m[1]!) : NaN;
+  if (!m || Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 19) !== m[1]!.slice(0, 19))
+    throw badRequest('cursor is not valid; pass next_cursor as it is');
+  return { at: m[1]!, id: m[2]! };
 }
