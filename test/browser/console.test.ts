@@ -4,15 +4,21 @@
  * backend is the operator GraphQL endpoint; no request leaves the server; values partners control
  * (names, webhook URLs) are shown as text and never run. Skipped, with the reason, without a browser.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { launchChromium } from '../../scripts/docs-browser';
 import { startOperatorHarness, type OperatorHarness } from '../operator/support';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { bearer, createPlan, startPartner, type PartnerInstance } from '../support/partner';
+import { createPartnerApp } from '../../server/http/app';
+import { RequestLog } from '../../server/usage/request-log';
+import { testClock } from '../support/clock';
+import { bearer, createPlan, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
 import { openWatched, type WatchedPage } from './support';
 
 const HOOK = `https://hook.example/"><img src=x onerror="alert('hook')"><a href="javascript:alert(1)">x</a>`;
+const RAW_HOSTILE = `"><img/src=x/onerror=alert('path')><script>alert('path')</script>`; // no space: a client sends it as is
 const HOSTILE = `Acme <script>window.__pwned = 1</script>"><img src=x onerror="alert('xss')">`;
 
 describe('the operator console in a browser', () => {
@@ -20,6 +26,8 @@ describe('the operator console in a browser', () => {
   let db: TestDatabase;
   let ops: OperatorHarness;
   let partner: PartnerInstance;
+  let log: RequestLog;
+  let app: ReturnType<typeof createPartnerApp>;
   let subscriberId: string;
   let w: WatchedPage;
 
@@ -29,6 +37,15 @@ describe('the operator console in a browser', () => {
     db = await createTestDatabase();
     ops = await startOperatorHarness(db);
     partner = await startPartner(db);
+    log = new RequestLog({ pool: partner.pool, logger: silentLogger, flushEveryMs: 60_000 });
+    app = createPartnerApp({
+      config: { env: 'test' },
+      logger: silentLogger,
+      pool: partner.pool,
+      guard: partner.guard.handlers,
+      clock: testClock,
+      requestLog: log,
+    });
     const plan = await createPlan(db.owner, 100, 1000);
     const { rows } = await db.owner.query<{ id: string }>('select id from admin.create_subscriber($1, $2, null)', [
       HOSTILE,
@@ -42,6 +59,7 @@ describe('the operator console in a browser', () => {
   }, 120_000);
   afterAll(async () => {
     if (typeof browser !== 'string') await browser?.close();
+    await log?.close();
     await partner?.close();
     await ops?.close();
     await db?.drop();
@@ -79,20 +97,58 @@ describe('the operator console in a browser', () => {
     await page.getByRole('button', { name: 'Copied' }).waitFor();
     expect(await page.evaluate('navigator.clipboard.readText()')).toBe(apiKey);
 
-    // the key works: requests made with it from here
-    expect((await request(partner.app).get('/api/v1/partner/test_endpoint').set(bearer(apiKey))).status).toBe(200);
-    expect((await request(partner.app).get('/api/v1/partner/bars?limit=0').set(bearer(apiKey))).status).toBe(400);
+    // the key works: requests made with it from here, three answered 200 and two 400s
+    for (let i = 0; i < 3; i++)
+      expect((await request(app).get('/api/v1/partner/test_endpoint').set(bearer(apiKey))).status).toBe(200);
+    const bad = await request(app)
+      .get(`/api/v1/partner/bars?limit=0&q=${encodeURIComponent(HOSTILE)}`)
+      .set(bearer(apiKey));
+    expect(bad.status).toBe(400);
+    expect((await request(app).get('/api/v1/partner/bars?radius=3').set(bearer(apiKey))).status).toBe(400);
+    const requestId = String(bad.headers['x-request-id']);
+    // a path sent raw (no percent-encoding), as a hostile client can: it is logged and shown as text
+    const raw = await rawGet(app, `/api/v1/partner/bars?x=${RAW_HOSTILE}`, apiKey);
+    expect(raw).toBe(400);
+    await partner.guard.history.flush();
+    await partner.guard.usage.flush();
+    await log.flush();
 
+    // the key's page: its hourly chart (the numbers as a table) and its request log
     const prefix = apiKey.slice(0, 12);
+    await page.getByRole('link', { name: new RegExp(`^${prefix.slice(0, 8)}`) }).click();
+    await page.getByRole('heading', { name: /^Key / }).waitFor();
+    const chart = page.getByRole('figure', { name: /Requests per hour by endpoint/ });
+    await chart.getByText('The numbers as a table').click();
+    const table = chart.locator('details table');
+    expect(await table.getByRole('columnheader').allInnerTexts()).toEqual(['hour (UTC)', 'bars', 'test_endpoint']);
+    const cells = await table.getByRole('row').nth(1).getByRole('cell').allInnerTexts();
+    expect(cells).toEqual(['3', '3']); // bars: three 400s; test_endpoint: three 200s
+    expect(await page.locator('canvas').count()).toBeGreaterThan(0); // uPlot drew it
+    const logRows = page.getByRole('row').filter({ hasText: '/api/v1/partner/bars' });
+    await logRows.first().waitFor();
+    expect(await logRows.count()).toBe(3);
+    expect(await page.getByText(RAW_HOSTILE).count()).toBe(1);
+    expect(await page.getByText(requestId).count()).toBe(1);
+    // filters: endpoint test_endpoint (no failed request there)
+    await page.getByRole('textbox', { name: 'Endpoint' }).fill('test_endpoint');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No entry.').waitFor();
+
+    // look the 400 up by its X-Request-Id, as a partner would report it
+    await page.getByRole('link', { name: 'Request lookup' }).click();
+    await page.getByLabel('X-Request-Id').fill(requestId);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await page.getByRole('cell', { name: requestId }).waitFor();
+    expect(await page.getByRole('row').filter({ hasText: requestId }).innerText()).toMatch(/400/);
+    await page.getByRole('link', { name: HOSTILE }).click();
+    await page.getByRole('heading', { name: `Subscriber: ${HOSTILE}` }).waitFor();
+
     const row = page.getByRole('row').filter({ hasText: prefix.slice(0, 8) });
     await row.getByRole('button', { name: 'Revoke' }).click();
     await row.getByRole('button', { name: 'Confirm' }).click();
     await row.getByText(/^revoked /).waitFor();
-    const after = await waitForStatus(
-      () => request(partner.app).get('/api/v1/partner/test_endpoint').set(bearer(apiKey)),
-      401,
-    );
-    expect(after).toBe(401);
+    const after = await waitForStatus(() => request(app).get('/api/v1/partner/test_endpoint').set(bearer(apiKey)), 403);
+    expect(after).toBe(403); // a revoked key
 
     expect(w.dialogs).toEqual([]);
     expect(w.pageErrors).toEqual([]);
@@ -142,4 +198,23 @@ async function waitForStatus(call: () => PromiseLike<{ status: number }>, want: 
     await new Promise((r) => setTimeout(r, 100));
   }
   return status;
+}
+
+/** GET with the path exactly as given (Node sends < > " ' unencoded), on a listener of its own. */
+async function rawGet(app: http.RequestListener, path: string, apiKey: string): Promise<number> {
+  const server = http.createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const { port } = server.address() as AddressInfo;
+    return await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path, headers: bearer(apiKey) }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  } finally {
+    await new Promise<void>((r) => server.close(() => r()));
+  }
 }

@@ -103,9 +103,9 @@ export function KeyView({ gql, id }) {
     </section>`;
 }
 
-const LOG = `query($id: UUID!, $since: Datetime!, $status: Int, $endpoint: String, $after: Cursor) {
-  requestLogSince(since: $since, condition: { apiKeyId: $id, status: $status, endpoint: $endpoint },
-                  orderBy: CREATED_AT_DESC, first: 50, after: $after) {
+// A condition field given as null would match NULL: only the filters set are sent.
+const LOG = `query($since: Datetime!, $condition: RequestLogCondition!, $after: Cursor) {
+  requestLogSince(since: $since, condition: $condition, orderBy: CREATED_AT_DESC, first: 50, after: $after) {
     pageInfo { hasNextPage endCursor }
     nodes { requestId createdAt method path endpoint status error durationMs clientIp keyPrefix }
   }
@@ -120,11 +120,12 @@ function KeyLog({ gql, id }) {
   const load = async (after, reset, f = filters) => {
     setError(null);
     try {
+      const condition = { apiKeyId: id };
+      if (f.status !== null) condition.status = f.status;
+      if (f.endpoint !== null) condition.endpoint = f.endpoint;
       const d = await gql(LOG, {
-        id,
         since: new Date(Date.now() - 30 * 24 * HOUR).toISOString(),
-        status: f.status,
-        endpoint: f.endpoint,
+        condition,
         after: after || null,
       });
       setPages((p) => [...(reset ? [] : p), d.requestLogSince]);
