@@ -45,6 +45,14 @@ busiest=$(curl -s -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/api/v1
 echo "smoke: GET bars?open_now=true at $(date -u +%H:%M) UTC -> $open bars; New York's busiest_bars -> $busiest"
 [ "$open" -gt 0 ] && [ "$busiest" -gt 0 ] || { cat "$LOG"; echo "smoke: expected open bars at any hour" >&2; kill -TERM -"$PID" || true; exit 1; }
 
+# The operator console and the partner usage page, with the libraries they load from the packages' files.
+for url in "http://127.0.0.1:$ADMIN_PORT/console" "http://127.0.0.1:$ADMIN_PORT/console/vendor/preact-htm.js" \
+  "http://127.0.0.1:$PORT/api/v1/partner/dashboard" "http://127.0.0.1:$PORT/api/v1/partner/dashboard/vendor/uplot.js"; do
+  status=$(curl -s -o /dev/null -w '%{http_code}' "$url")
+  echo "smoke: GET $url -> $status"
+  [ "$status" = 200 ] || { cat "$LOG"; echo "smoke: expected 200" >&2; kill -TERM -"$PID" || true; exit 1; }
+done
+
 # The README's first GraphQL query (its role, bar_partner_graphql, comes with migration 000010).
 body=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"query":"{ city(state: \"NY\", name: \"New York City\") { bars(first: 3) { totalCount nodes { name occupancy { status } events(first: 2) { nodes { title startAt } } } } } rateLimit { cost remaining resetAt } }"}' \

@@ -43,10 +43,15 @@ const TYPES: Record<string, string> = {
 };
 
 const web = (...parts: string[]) => path.join(projectRoot, 'web', ...parts);
-const VENDOR: Record<string, string> = {
-  'preact-htm.js': 'htm/preact/standalone.module.js',
-  'uplot.js': 'uplot/dist/uPlot.esm.js',
-  'uplot.css': 'uplot/dist/uPlot.min.css',
+/**
+ * A file of a package, found from its main entry, which lies in dist/ in both packages (htm's
+ * `exports` hide its browser build from require.resolve).
+ */
+const packageFile = (name: string, file: string) => path.join(path.dirname(require.resolve(name)), '..', file);
+const VENDOR: Record<string, () => string> = {
+  'preact-htm.js': () => packageFile('htm', 'preact/standalone.module.js'),
+  'uplot.js': () => packageFile('uplot', 'dist/uPlot.esm.js'),
+  'uplot.css': () => packageFile('uplot', 'dist/uPlot.min.css'),
 };
 
 export type WebApp = 'console' | 'dashboard';
@@ -65,7 +70,7 @@ function filesOf(app: WebApp): Map<string, string> {
   for (const rel of listFiles(web(app))) map.set(`/${rel}`, web(app, rel));
   map.set('', web(app, 'index.html')).set('/', web(app, 'index.html'));
   for (const rel of listFiles(web('shared'))) map.set(`/shared/${rel}`, web('shared', rel));
-  for (const [name, file] of Object.entries(VENDOR)) map.set(`/vendor/${name}`, require.resolve(file));
+  for (const [name, file] of Object.entries(VENDOR)) map.set(`/vendor/${name}`, file());
   return map;
 }
 

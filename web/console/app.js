@@ -94,4 +94,6 @@ function Console() {
     <main>${view}</main>`;
 }
 
-render(html`<${Console} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+root.textContent = ''; // the "Loading" line: render() adds to what is there
+render(html`<${Console} />`, root);

@@ -50,11 +50,15 @@ function Buckets({ usage }) {
   return html`<div class="cards">
     ${names.map((b) => {
       const x = usage.buckets[b];
-      const unlimited = x.limit === -1 || x.limit === null;
+      const resets = `resets ${fmtTime(new Date(x.reset * 1000).toISOString())}`;
+      if (x.limit === -1 || x.limit === null)
+        return html`<div class="card">
+          <div class="value">unlimited</div>
+          this ${b} · ${resets}
+        </div>`;
       return html`<div class="card">
-        <div class="value">${fmtNumber(x.used)}${unlimited ? '' : html` / ${fmtNumber(x.limit)}`}</div>
-        this ${b}${unlimited ? ' (unlimited)' : `, ${fmtNumber(x.remaining)} left`} · resets
-        ${fmtTime(new Date(x.reset * 1000).toISOString())}
+        <div class="value">${fmtNumber(x.used)} / ${fmtNumber(x.limit)}</div>
+        this ${b}, ${fmtNumber(x.remaining)} left · ${resets}
       </div>`;
     })}
   </div>`;
@@ -171,4 +175,6 @@ function Dashboard() {
     </main>`;
 }
 
-render(html`<${Dashboard} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+root.textContent = ''; // the "Loading" line: render() adds to what is there
+render(html`<${Dashboard} />`, root);

@@ -49,8 +49,9 @@ export function HourlyChart({ title, frame, series }) {
       {
         width: Math.max(280, Math.min(el.clientWidth || 800, 1200)),
         height: 220,
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'), // hours in UTC, like the table
         series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, dash: s.dash, width: 2 }))],
-        axes: [{}, { label: 'requests' }],
+        axes: [{ label: 'UTC' }, { label: 'requests' }],
       },
       data,
       el,

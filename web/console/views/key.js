@@ -63,7 +63,7 @@ export function KeyView({ gql, id }) {
       <div class="cards">
         <div class="card">
           <div class="value">${limit(plan.perMinute)}</div>
-          a minute (this minute's count lives in the rate limiter; the partner sees it in X-RateLimit-Remaining-Minute)
+          a minute (the count is live in the limiter only)
         </div>
         <div class="card">
           <div class="value">${fmtNumber(today.requests)} / ${limit(plan.perDay)}</div>
