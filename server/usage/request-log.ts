@@ -64,9 +64,12 @@ export const PER_KEY_MINUTE = 1000;
 const REDACTED = '[REDACTED]';
 /** Query parameters whose value is a credential whatever it looks like. */
 const SECRET_NAMES = /^(api[_-]?key|apikey|key|token|access[_-]?token|auth|authorization|x-api-key|secret|password)$/i;
-/** A key ('pbk_' + 43 base64url characters), a part of one, or any long base64url run (a key without its prefix). */
-const KEY_SHAPED = /pbk_|[A-Za-z0-9_-]{40,}/i;
-const KEY_RUN = /pbk_[^\s"'`,;&/?=#]*|[A-Za-z0-9_-]{40,}/gi;
+/**
+ * A key ('pbk_' + 43 base64url characters) or an operator token ('pbo_' + 43), a part of one, or any
+ * long base64url run (either without its prefix).
+ */
+const KEY_SHAPED = /pb[ko]_|[A-Za-z0-9_-]{40,}/i;
+const KEY_RUN = /pb[ko]_[^\s"'`,;&/?=#]*|[A-Za-z0-9_-]{40,}/gi;
 
 function decoded(text: string): string {
   let s = text;

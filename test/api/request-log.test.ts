@@ -443,6 +443,8 @@ describe('redaction helpers', () => {
     [`/x?token=abc&limit=5`, '/x?token=[REDACTED]&limit=5'],
     [`/x?q=${'z'.repeat(40)}`, '/x?q=[REDACTED]'],
     [`/x?q=pbk%5Fabc`, '/x?q=[REDACTED]'],
+    [`/x?q=pbo_abc`, '/x?q=[REDACTED]'], // an operator token, or a part of one
+    [`/api/v1/partner/pbo_${'T'.repeat(43)}`, '/api/v1/partner/[REDACTED]'],
     [`/x?q=%2570bk_abc`, '/x?q=[REDACTED]'],
     ['/x?limit=5&q=beer', '/x?limit=5&q=beer'],
     ['/api/v1/partner/bars/1234', '/api/v1/partner/bars/1234'],
@@ -452,5 +454,6 @@ describe('redaction helpers', () => {
 
   test('messages', () => {
     expect(redactText(`unknown parameter "${KEY}"`)).toBe('unknown parameter "[REDACTED]"');
+    expect(redactText('unknown parameter "pbo_abc"')).toBe('unknown parameter "[REDACTED]"');
   });
 });

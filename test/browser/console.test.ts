@@ -9,7 +9,10 @@ import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { launchChromium } from '../../scripts/docs-browser';
-import { startOperatorHarness, type OperatorHarness } from '../operator/support';
+import pino from 'pino';
+import { Writable } from 'node:stream';
+import { startOperatorServer, type OperatorServer } from '../../server/operator/server';
+import { createOperatorToken } from '../operator/support';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createPartnerApp } from '../../server/http/app';
 import { RequestLog } from '../../server/usage/request-log';
@@ -24,7 +27,8 @@ const HOSTILE = `Acme <script>window.__pwned = 1</script>"><img src=x onerror="a
 describe('the operator console in a browser', () => {
   let browser: Browser | string;
   let db: TestDatabase;
-  let ops: OperatorHarness;
+  let ops: { server: OperatorServer; token: string; close(): Promise<void> };
+  const logLines: string[] = []; // everything the operator listener logged
   let partner: PartnerInstance;
   let log: RequestLog;
   let app: ReturnType<typeof createPartnerApp>;
@@ -35,7 +39,20 @@ describe('the operator console in a browser', () => {
     browser = await launchChromium();
     if (typeof browser === 'string') console.warn(`SKIPPED browser test of the console: ${browser}`);
     db = await createTestDatabase();
-    ops = await startOperatorHarness(db);
+    const server = await startOperatorServer({
+      databaseUrl: db.url,
+      config: { env: 'test', adminHost: '127.0.0.1', adminPort: 0, pgPoolMax: 4 },
+      logger: pino(
+        { level: 'debug' },
+        new Writable({
+          write(chunk: Buffer, _enc, done) {
+            logLines.push(chunk.toString());
+            done();
+          },
+        }),
+      ),
+    });
+    ops = { server, token: await createOperatorToken(db), close: () => server.close() };
     partner = await startPartner(db);
     log = new RequestLog({ pool: partner.pool, logger: silentLogger, flushEveryMs: 60_000 });
     app = createPartnerApp({
@@ -150,6 +167,15 @@ describe('the operator console in a browser', () => {
     const after = await waitForStatus(() => request(app).get('/api/v1/partner/test_endpoint').set(bearer(apiKey)), 403);
     expect(after).toBe(403); // a revoked key
 
+    // the operator token: never in a URL the page asked for, a log line or the request log
+    expect(w.urls.length).toBeGreaterThan(5);
+    expect(w.urls.filter((u) => u.includes(ops.token) || u.includes('pbo_'))).toEqual([]);
+    expect(logLines.length).toBeGreaterThan(5);
+    expect(logLines.filter((l) => l.includes(ops.token))).toEqual([]);
+    const stored = await db.owner.query(
+      "select count(*)::int as n from admin.request_log where (path || coalesce(error, '')) like '%pbo\\_%'",
+    );
+    expect(stored.rows[0].n).toBe(0);
     expect(w.dialogs).toEqual([]);
     expect(w.pageErrors).toEqual([]);
     expect(await page.evaluate('window.__pwned')).toBeUndefined();

@@ -10,15 +10,18 @@ export interface WatchedPage {
   external: string[];
   dialogs: string[];
   pageErrors: string[];
+  /** Every URL the page requested. */
+  urls: string[];
 }
 
 export async function openWatched(browser: Browser, origin: string, path: string): Promise<WatchedPage> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   const page = await context.newPage();
-  const watched: WatchedPage = { page, external: [], dialogs: [], pageErrors: [] };
+  const watched: WatchedPage = { page, external: [], dialogs: [], pageErrors: [], urls: [] };
   await page.route('**/*', (route) => {
     const url = route.request().url();
+    watched.urls.push(url);
     if (url.startsWith(origin) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
     watched.external.push(url);
     return route.abort();
