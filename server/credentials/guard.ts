@@ -27,6 +27,8 @@ import { createRedisClient, type RedisClient, type RedisTarget } from '../redis'
 import { UsageAlerts } from '../usage/alerts';
 import { NO_ENDPOINT, UsageRecorder } from '../usage/recorder';
 import { SharedUsage } from '../usage/shared';
+import { DeprecatedCallTally } from '../usage/deprecated-calls';
+import { deprecatedCallsOf } from '../http/deprecations';
 import { endpointBeforeRouting } from './endpoint';
 import { CredentialsChangeListener } from './change-listener';
 import { IdentityCache, type StoredIdentity } from './identity-cache';
@@ -64,6 +66,8 @@ export interface PartnerGuard {
   sharedUsage?: SharedUsage;
   breaker?: RedisBreaker;
   alerts: UsageAlerts;
+  /** Calls of deprecated endpoints, parameters and fields per key (GET usage's deprecated_calls). */
+  deprecatedCalls: DeprecatedCallTally;
   /** Stops listening, writes pending usage and alerts, releases Redis; says what it wrote. */
   close(): Promise<{ usageRequestsWritten: number; sharedUsageKeyDaysWritten: number }>;
 }
@@ -109,6 +113,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
   // Counts an instance made in Redis and could not flush (killed) are written by the next sweep of any instance.
   if (sharedUsage) void sharedUsage.sweep(true);
   const alerts = new UsageAlerts(pool, logger);
+  const deprecatedCalls = new DeprecatedCallTally(pool, logger, options.usageFlushMs);
 
   // Addresses over the failed-auth limit, known locally until their window ends (no Redis round trip).
   const blocked = new Map<string, number>();
@@ -144,6 +149,8 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     res.once('finish', () => {
       const ctx = rateLimitContext(res);
       const rateLimited = res.statusCode === 429;
+      const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (http/deprecations.ts)
+      if (deprecated) for (const what of deprecated.what) deprecatedCalls.record(identity.keyId, what, deprecated.at);
       if (ctx.outcome?.shared) {
         sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
       } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
@@ -194,12 +201,14 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     sharedUsage,
     breaker,
     alerts,
+    deprecatedCalls,
     async close() {
       await listener.close();
       const usageRequests = usage.pendingRequests;
       await usage.close();
       const sharedKeyDays = sharedUsage ? await sharedUsage.flush() : 0;
       await sharedUsage?.close();
+      await deprecatedCalls.close();
       breaker?.close();
       await alerts.settle();
       await limits.close();

@@ -17,7 +17,9 @@ import { errorHandler, sendError } from './errors';
 import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
 import { keyHeaderHygiene, urlHygiene } from './input-hygiene';
 import { onlyGetAndHead, requireJsonAcceptable, strictTransportSecurity } from './negotiation';
-import { openApiJson } from './openapi';
+import { openApiFor, openApiJson } from './openapi';
+import { deprecationGate, validateDeprecations } from './deprecations';
+import { DEPRECATIONS, type Deprecation } from './endpoints';
 import { PARTNER_PREFIX } from './partner';
 import { requestId } from './request-id';
 import { partnerRoutes } from './routes';
@@ -39,9 +41,13 @@ export interface PartnerAppDeps {
   export?: ExportOptions;
   /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
   email?: { linkKey?: Buffer; pool?: Pool };
+  /** Deprecations in force (default: endpoints.ts DEPRECATIONS) and the clock that judges them (tests inject both). */
+  deprecations?: { list?: readonly Deprecation[]; now?: () => number };
 }
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {
+  const deprecations = deps.deprecations?.list ?? DEPRECATIONS;
+  validateDeprecations(deprecations);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -65,12 +71,20 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
       draining: deps.health?.draining,
     }),
   ); // no key, no limits, no usage
-  const openApiEtag = strongEtag(openApiJson);
+  const openApi = deps.deprecations?.list ? JSON.stringify(openApiFor(deprecations)) : openApiJson;
+  const openApiEtag = strongEtag(openApi);
   app.get(`${PARTNER_PREFIX}/openapi.json`, (req, res) => {
-    sendPublic(req, res, 'application/json', openApiJson, openApiEtag);
+    sendPublic(req, res, 'application/json', openApi, openApiEtag);
   });
   // NUL / invalid UTF-8 in the path or query: 400 (with the rate-limit headers) before a route reads them
-  app.use(PARTNER_PREFIX, ...deps.guard, urlHygiene, partnerRoutes(deps));
+  // Deprecation headers, 410 after a sunset (deprecations.ts): after the guard (the key is known for the count)
+  app.use(
+    PARTNER_PREFIX,
+    ...deps.guard,
+    urlHygiene,
+    deprecationGate(deprecations, deps.deprecations?.now),
+    partnerRoutes(deps),
+  );
   app.use((req, res) =>
     sendError(
       res,

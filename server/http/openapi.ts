@@ -6,8 +6,21 @@
  * present, null for an empty optional value.
  */
 import { GRAPHQL_INTRODUCTION, graphqlPaths } from '../graphql/openapi';
-import { ENDPOINTS, array, latitude, longitude, nullable, object, ref, type Endpoint, type Schema } from './endpoints';
+import {
+  DEPRECATIONS,
+  ENDPOINTS,
+  type Deprecation,
+  array,
+  latitude,
+  longitude,
+  nullable,
+  object,
+  ref,
+  type Endpoint,
+  type Schema,
+} from './endpoints';
 import { CLASSIFICATIONS } from './params';
+import { markDeprecations } from './deprecations';
 import { webhookOperations } from '../webhooks/openapi';
 
 const string: Schema = { type: 'string' };
@@ -215,6 +228,16 @@ const schemas: Record<string, Schema> = {
     plan: string,
     buckets: object({ minute: ref('UsageBucket'), day: ref('UsageBucket'), month: ref('UsageBucket') }),
     alerts: array(ref('UsageAlert'), { maxItems: 20 }),
+    deprecated_calls: array(ref('DeprecatedCalls'), {
+      description:
+        "the subscriber's calls of deprecated endpoints, parameters and fields in the last 14 UTC days (all keys), most recent first; [] when none (docs/COMPATIBILITY.md)",
+    }),
+  }),
+  DeprecatedCalls: object({
+    what: { type: 'string', description: 'e.g. `GET /bars parameter radius`' },
+    sunset: { ...nullable(timestamp), description: 'when it stops working (null: no longer declared)' },
+    calls_last_14_days: { type: 'integer', minimum: 1 },
+    last_call_at: timestamp,
   }),
   UsageBucket: object(
     {
@@ -352,6 +375,38 @@ const responses: Record<string, Schema> = {
   Unavailable: errorResponse('The database is unreachable; retry later', { 'Retry-After': headerRef('Retry-After') }),
 };
 
+/** The 410 of a deprecation after its sunset: in the document only while a declaration needs it (deprecations.ts). */
+const goneSchema = object(
+  {
+    error: string,
+    sunset: { ...timestamp, description: 'when it was removed (its Sunset)' },
+    replacement: { type: 'string', description: 'what to use instead' },
+    request_id: string,
+  },
+  'a deprecated endpoint or parameter after its sunset',
+);
+const goneResponse = errorResponse(
+  'A deprecated endpoint or parameter after its sunset date (docs/COMPATIBILITY.md)',
+  { Deprecation: headerRef('Deprecation'), Sunset: headerRef('Sunset'), Link: headerRef('Link') },
+  ref('Gone'),
+);
+/** On each request that uses a deprecated endpoint, parameter or field (docs/COMPATIBILITY.md). */
+const deprecationHeaders: Record<string, Schema> = {
+  Deprecation: {
+    description: 'RFC 9745: when the endpoint, parameter or field this request used was deprecated, `@<Unix seconds>`',
+    schema: { type: 'string', pattern: '^@-?[0-9]+$' },
+  },
+  Sunset: {
+    description: 'RFC 8594: when it stops working (HTTP-date); from then on the request gets 410',
+    schema: { type: 'string' },
+  },
+  Link: {
+    description: 'with a deprecation: `<changelog entry URL>; rel="deprecation"` (RFC 9745)',
+    schema: { type: 'string' },
+  },
+};
+const GONE = { schema: goneSchema, response: goneResponse, headers: deprecationHeaders };
+
 // ---------------------------------------------------------------- operations
 
 const security = [{ bearer: [] }, { apiKey: [] }];
@@ -479,4 +534,8 @@ export const openApiDocument = {
 };
 
 /** Serialised once; served as is. */
-export const openApiJson = JSON.stringify(openApiDocument);
+export const openApiJson = JSON.stringify(markDeprecations(openApiDocument, DEPRECATIONS, GONE));
+
+/** The document with other deprecations than the declared ones marked (tests declare their own). */
+export const openApiFor = (deprecations: readonly Deprecation[]) =>
+  markDeprecations(openApiDocument, deprecations, GONE) as typeof openApiDocument;
