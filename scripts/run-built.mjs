@@ -33,7 +33,7 @@ function newestSource(dir) {
 
 const builtAt = fs.existsSync(built) && fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
 const sourcesAt = Math.max(
-  ...['server', 'db'].map((d) => newestSource(path.join(root, d))),
+  ...['server', 'db', 'scripts'].map((d) => newestSource(path.join(root, d))),
   fs.statSync(path.join(root, 'tsconfig.json')).mtimeMs,
 );
 if (sourcesAt > builtAt) {

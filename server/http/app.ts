@@ -13,6 +13,7 @@ import type { Logger } from '../log';
 import { accessLog } from './access-log';
 import { COMPRESSION_THRESHOLD, sendPublic, strongEtag } from './caching';
 import { DOCS_PATH, docsRoutes } from './docs';
+import { changelogRoutes, type ChangelogEntry } from './changelog';
 import { errorHandler, sendError } from './errors';
 import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
 import { keyHeaderHygiene, urlHygiene } from './input-hygiene';
@@ -43,6 +44,8 @@ export interface PartnerAppDeps {
   email?: { linkKey?: Buffer; pool?: Pool };
   /** Deprecations in force (default: endpoints.ts DEPRECATIONS) and the clock that judges them (tests inject both). */
   deprecations?: { list?: readonly Deprecation[]; now?: () => number };
+  /** The changelog's entries (default: docs/changelog.yml). */
+  changelog?: ChangelogEntry[];
 }
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {
@@ -63,6 +66,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   if (deps.graphql) app.use(PARTNER_PREFIX, deps.graphql); // POST and its own Accept types: before the GET-only JSON checks
   app.use(onlyGetAndHead);
   app.use(docsRoutes()); // the HTML API reference: public, before the JSON-only Accept check
+  app.use(changelogRoutes(deps.changelog)); // GET changelog (JSON) and changelog.atom: public, their own Accept checks
   app.use(requireJsonAcceptable);
   app.use(keyHeaderHygiene); // invalid UTF-8 in Authorization / X-API-Key: 400 before the guard reads them
   app.use(

@@ -222,6 +222,23 @@ const schemas: Record<string, Schema> = {
       ),
     ],
   },
+  Changelog: object({
+    entries: array(
+      object({
+        date: {
+          type: 'string',
+          format: 'date',
+          pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+          description: 'UTC day of the change',
+        },
+        version: { type: 'string', description: 'contract version, e.g. "1.2" ("1.2 beta": the GraphQL beta)' },
+        kind: { type: 'string', enum: ['added', 'changed', 'deprecated', 'removed', 'fixed'] },
+        summary: string,
+        links: array({ type: 'string', description: 'an absolute URL, or a path on this API' }),
+      }),
+      { description: 'newest first' },
+    ),
+  }),
   TestResponse: object({ message: string, timestamp, subscriber_id: string, plan: string }),
   Usage: object({
     subscriber_id: { type: 'string', format: 'uuid' },
@@ -496,6 +513,45 @@ export const openApiDocument = {
           },
           304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
           405: { $ref: '#/components/responses/MethodNotAllowed' },
+        },
+      },
+    },
+    '/changelog': {
+      get: {
+        operationId: 'changelog',
+        summary: 'The changelog, newest first (no authentication)',
+        description:
+          'Every change a partner can see, from the one source that also gives `changelog.atom` and CHANGELOG.md. ' +
+          'What is breaking, how deprecations are announced and how long things stay supported: docs/COMPATIBILITY.md.',
+        security: [],
+        responses: {
+          200: {
+            description: 'The entries, newest first',
+            headers: { ...common, ...publicCacheHeaders },
+            content: json(ref('Changelog')),
+          },
+          304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
+          400: errorResponse('A malformed If-None-Match'),
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
+          406: { $ref: '#/components/responses/NotAcceptable' },
+        },
+      },
+    },
+    '/changelog.atom': {
+      get: {
+        operationId: 'changelogAtom',
+        summary: 'The changelog as an Atom feed (RFC 4287; no authentication)',
+        security: [],
+        responses: {
+          200: {
+            description: 'Atom feed: one entry per changelog entry (category = kind), newest first',
+            headers: { ...common, ...publicCacheHeaders },
+            content: { 'application/atom+xml': { schema: { type: 'string' } } },
+          },
+          304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
+          400: errorResponse('A malformed If-None-Match'),
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
+          406: errorResponse('The Accept header does not admit application/atom+xml'),
         },
       },
     },
