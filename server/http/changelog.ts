@@ -189,7 +189,6 @@ export function wellFormedIfNoneMatch(value: string): boolean {
   const v = value.trim();
   if (v === '*') return true;
   const items = v.split(',').map((s) => s.trim());
-  // eslint-disable-next-line no-control-regex
   return items.some((s) => s !== '') && items.every((s) => s === '' || /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/.test(s));
 }
 
