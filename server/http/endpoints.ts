@@ -364,7 +364,8 @@ export const E = {
       "Like GitHub's `/rate_limit`: answered even when a bucket is exhausted, and counted in no bucket " +
       '(the rate-limit headers show the counts without this request). `-1` marks an unlimited bucket, as in ' +
       'the headers; `reset` is the window end in Unix seconds. `alerts`: the last 20 usage alerts (80, 90 and ' +
-      '100 % of a bucket) of the subscriber, newest first.',
+      '100 % of a bucket) of the subscriber, newest first. `deprecated_calls` (v1.3): the deprecated endpoints, ' +
+      'parameters and fields the subscriber called in the last 14 days (docs/COMPATIBILITY.md).',
     query: [],
     body: ref('Usage'),
   }),
