@@ -150,7 +150,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       const ctx = rateLimitContext(res);
       const rateLimited = res.statusCode === 429;
       const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (http/deprecations.ts)
-      if (deprecated) for (const what of deprecated.what) deprecatedCalls.record(identity.keyId, what, deprecated.at);
+      if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
       if (ctx.outcome?.shared) {
         sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
       } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {

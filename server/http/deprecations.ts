@@ -93,8 +93,14 @@ export function validateDeprecations(list: readonly Deprecation[]): void {
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** What the gate leaves for the usage tally (the guard's finish hook reads it). */
+export interface DeprecationUse {
+  what: string;
+  sunset: string;
+  replacement: string;
+  changelog: string;
+}
 export interface DeprecatedCalls {
-  what: string[];
+  uses: DeprecationUse[];
   at: number;
 }
 export const deprecatedCallsOf = (res: Response): DeprecatedCalls | undefined =>
@@ -126,7 +132,10 @@ export function deprecationGate(list: readonly Deprecation[], now: () => number 
         t >= c.since && c.path.test(req.path) && (c.d.parameter === undefined || Object.hasOwn(query, c.d.parameter)),
     );
     if (!used.length) return next();
-    res.locals.deprecatedCalls = { what: used.map((c) => c.what), at: t } satisfies DeprecatedCalls;
+    res.locals.deprecatedCalls = {
+      uses: used.map(({ what, d }) => ({ what, sunset: d.sunset, replacement: d.replacement, changelog: d.changelog })),
+      at: t,
+    } satisfies DeprecatedCalls;
     res.setHeader('Deprecation', `@${Math.floor(Math.min(...used.map((c) => c.since)) / 1000)}`);
     res.setHeader('Sunset', new Date(Math.min(...used.map((c) => c.sunset))).toUTCString());
     res.setHeader('Link', [...new Set(used.map((c) => `<${c.d.changelog}>; rel="deprecation"`))].join(', '));

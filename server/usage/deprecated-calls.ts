@@ -4,12 +4,15 @@
  * api.record_deprecated_calls (additive upsert), like the in-process usage recorder: no database
  * write per request, and nothing at all while no deprecated call is made. Each instance adds its
  * own counts, so the totals are exact across instances; an instance killed without its shutdown
- * flush loses at most its last interval's counts (a clean shutdown writes them: close()).
+ * flush loses at most its last interval's counts (a clean shutdown writes them: close()). Each item
+ * carries its declaration's sunset, replacement and changelog link: the database queues the e-mail
+ * to the subscriber's alert contacts the first time the subscriber calls it.
  */
 import type { Pool } from '../db/pools';
+import type { DeprecationUse } from '../http/deprecations';
 import type { Logger } from '../log';
 
-interface Tally {
+interface Tally extends Omit<DeprecationUse, 'what'> {
   day: string;
   key_id: string;
   what: string;
@@ -31,13 +34,13 @@ export class DeprecatedCallTally {
     this.timer.unref();
   }
 
-  /** One call of `what` by this key at `at` (ms; the deprecation gate's clock). */
-  record(keyId: string, what: string, at: number): void {
+  /** One call of a deprecation by this key at `at` (ms; the deprecation gate's clock). */
+  record(keyId: string, use: DeprecationUse, at: number): void {
     const iso = new Date(at).toISOString();
     const day = iso.slice(0, 10);
-    const id = `${day}|${keyId}|${what}`;
+    const id = `${day}|${keyId}|${use.what}`;
     const t = this.counts.get(id);
-    if (!t) this.counts.set(id, { day, key_id: keyId, what, calls: 1, last_call_at: iso });
+    if (!t) this.counts.set(id, { day, key_id: keyId, ...use, calls: 1, last_call_at: iso });
     else {
       t.calls++;
       if (iso > t.last_call_at) t.last_call_at = iso;
