@@ -15,6 +15,8 @@ import { createPartnerApp } from '../../server/http/app';
 import { deprecateSdl, validateDeprecations } from '../../server/http/deprecations';
 import { DEPRECATIONS, E, type Deprecation } from '../../server/http/endpoints';
 import { openApiDocument, openApiFor, openApiJson } from '../../server/http/openapi';
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { OwnRedisServer } from '../support/redis-server';
 import { startOperatorHarness, type OperatorHarness } from '../operator/support';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { validateResponse } from '../support/openapi';
@@ -130,10 +132,12 @@ describe('deprecation in the OpenAPI document and the GraphQL schema', () => {
   });
 });
 
-describe('deprecated calls against the real server (injected clock)', () => {
+describe.each(['in-process counters', 'Redis (own redis-server)'])('deprecated calls (%s, injected clock)', (mode) => {
   let db: TestDatabase;
   let partner: PartnerInstance;
   let ops: OperatorHarness;
+  let redisServer: OwnRedisServer | undefined;
+  let client: RedisClient | undefined;
   let now = at('2026-03-10T12:00:00Z');
   const ajv = new Ajv2020({ strict: false });
   addFormats(ajv);
@@ -142,12 +146,19 @@ describe('deprecated calls against the real server (injected clock)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    partner = await startPartner(db, { deprecations: { list: LIST, now: () => now } });
+    if (mode.startsWith('Redis')) {
+      redisServer = await OwnRedisServer.start();
+      client = createRedisClient(redisServer.url, silentLogger);
+      await redisReadyPromise(client);
+    }
+    partner = await startPartner(db, { redis: client, deprecations: { list: LIST, now: () => now } });
     ops = await startOperatorHarness(db);
   });
   afterAll(async () => {
     await ops?.close();
     await partner?.close();
+    client?.disconnect();
+    await redisServer?.stop();
     await db?.drop();
   });
 
