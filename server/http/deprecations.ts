@@ -17,9 +17,15 @@
 import '../operator/graphile-env'; // before anything from postgraphile
 import type { RequestHandler, Response } from 'express';
 import {
+  getNamedType,
   Kind,
   parse,
   print,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type GraphQLSchema,
   type ConstDirectiveNode,
   type DefinitionNode,
   type FieldDefinitionNode,
@@ -132,20 +138,90 @@ export function deprecationGate(list: readonly Deprecation[], now: () => number 
         t >= c.since && c.path.test(req.path) && (c.d.parameter === undefined || Object.hasOwn(query, c.d.parameter)),
     );
     if (!used.length) return next();
-    res.locals.deprecatedCalls = {
-      uses: used.map(({ what, d }) => ({ what, sunset: d.sunset, replacement: d.replacement, changelog: d.changelog })),
-      at: t,
-    } satisfies DeprecatedCalls;
-    res.setHeader('Deprecation', `@${Math.floor(Math.min(...used.map((c) => c.since)) / 1000)}`);
-    res.setHeader('Sunset', new Date(Math.min(...used.map((c) => c.sunset))).toUTCString());
-    res.setHeader('Link', [...new Set(used.map((c) => `<${c.d.changelog}>; rel="deprecation"`))].join(', '));
-    const gone = used.find((c) => t >= c.sunset && c.d.field === undefined);
+    const gone = announce(
+      res,
+      used.map((c) => c.d),
+      t,
+    );
     if (!gone) return next();
-    sendError(res, 410, `${gone.what} was removed on ${gone.d.sunset}; use instead: ${gone.d.replacement}`, {
-      sunset: sunsetTimestamp(gone.d),
-      replacement: gone.d.replacement,
-    });
+    sendError(res, 410, goneMessage(gone), { sunset: sunsetTimestamp(gone), replacement: gone.replacement });
   };
+}
+
+export const goneMessage = (d: Deprecation): string =>
+  `${deprecationWhat(d)} was removed on ${d.sunset}; use instead: ${d.replacement}`;
+
+/**
+ * A request uses these deprecations (already in force at `t`): the three headers (the earliest
+ * deprecation and sunset; every changelog link) and what the usage tally counts. Returns the one
+ * whose sunset has passed, if any: an endpoint or a parameter; a field only when the request
+ * `selects` it explicitly (GraphQL), never a REST response field (its endpoint keeps answering).
+ */
+export function announce(
+  res: Response,
+  used: readonly Deprecation[],
+  t: number,
+  selects = false,
+): Deprecation | undefined {
+  res.locals.deprecatedCalls = {
+    uses: used.map((d) => ({
+      what: deprecationWhat(d),
+      sunset: d.sunset,
+      replacement: d.replacement,
+      changelog: d.changelog,
+    })),
+    at: t,
+  } satisfies DeprecatedCalls;
+  res.setHeader('Deprecation', `@${Math.floor(Math.min(...used.map((d) => dayStart(d.since))) / 1000)}`);
+  res.setHeader('Sunset', new Date(Math.min(...used.map((d) => dayStart(d.sunset)))).toUTCString());
+  res.setHeader('Link', [...new Set(used.map((d) => `<${d.changelog}>; rel="deprecation"`))].join(', '));
+  return used.find((d) => t >= dayStart(d.sunset) && (selects || d.field === undefined));
+}
+
+const graphqlUses = new WeakMap<DocumentNode, Map<readonly Deprecation[], Deprecation[]>>();
+
+/**
+ * The declarations whose `graphql` target a document selects: a field (`Type.field`), an argument
+ * given a value in the document (`Type.field(argument)`) or an input object field written in it.
+ * Values passed only through variables are not seen. Cached per parsed document (documents are
+ * cached by text: graphql/document.ts).
+ */
+export function graphqlDeprecationUses(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  list: readonly Deprecation[],
+): Deprecation[] {
+  const targets = new Map(list.filter((d) => d.graphql !== undefined).map((d) => [d.graphql!, d]));
+  if (!targets.size) return [];
+  let byList = graphqlUses.get(document);
+  const cached = byList?.get(list);
+  if (cached) return cached;
+  const found = new Set<Deprecation>();
+  const hit = (target: string) => {
+    const d = targets.get(target);
+    if (d) found.add(d);
+  };
+  const info = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(info, {
+      Field(node) {
+        const parent = info.getParentType()?.name;
+        if (!parent) return;
+        const field = `${parent}.${node.name.value}`;
+        hit(field);
+        for (const arg of node.arguments ?? []) hit(`${field}(${arg.name.value})`);
+      },
+      ObjectField(node) {
+        const parent = info.getParentInputType();
+        if (parent) hit(`${getNamedType(parent).name}.${node.name.value}`);
+      },
+    }),
+  );
+  const uses = [...found];
+  if (!byList) graphqlUses.set(document, (byList = new Map()));
+  byList.set(list, uses);
+  return uses;
 }
 
 /** The reason shown by `deprecated` descriptions and GraphQL's @deprecated. */
@@ -200,6 +276,21 @@ export function markDeprecations<T>(
       if (r) r.headers = { ...(r.headers as Schema), ...deprecationHeaderRefs(headerRef) };
     }
     if (d.field === undefined) responses['410'] = { $ref: '#/components/responses/Gone' };
+  }
+  // The GraphQL endpoint (beta), when a declaration names a GraphQL target: the headers on its
+  // answers, and its 410 (a GraphQL error body, like its 400) after the sunset.
+  if (list.some((d) => d.graphql !== undefined)) {
+    for (const op of Object.values(doc.paths['/graphql'] ?? {}) as Schema[]) {
+      const responses = op.responses as Record<string, Schema>;
+      for (const status of ['200', '400']) {
+        const r = responses[status];
+        if (r) r.headers = { ...(r.headers as Schema), ...deprecationHeaderRefs(headerRef) };
+      }
+      responses['410'] = {
+        ...responses['400'],
+        description: 'A deprecated field or argument after its sunset (error code GONE; docs/COMPATIBILITY.md)',
+      };
+    }
   }
   return doc as unknown as T;
 }

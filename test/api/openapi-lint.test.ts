@@ -22,7 +22,7 @@ const since = {
 const deprecated = JSON.stringify(
   openApiFor([
     { endpoint: E.categories, ...since },
-    { endpoint: E.cities, parameter: 'q', ...since },
+    { endpoint: E.cities, parameter: 'q', graphql: 'Query.cities(q)', ...since },
     { endpoint: E.bar, field: 'BarDetail.price_level', ...since },
   ]),
 );

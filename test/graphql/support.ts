@@ -7,7 +7,7 @@ import type express from 'express';
 import request from 'supertest';
 import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
 import { createPool, type Pool } from '../../server/db/pools';
-import { graphqlRoutes, GRAPHQL_PATH, GRAPHQL_ROLE } from '../../server/graphql/endpoint';
+import { graphqlRoutes, GRAPHQL_PATH, GRAPHQL_ROLE, type GraphqlEndpointOptions } from '../../server/graphql/endpoint';
 import { createPartnerApp } from '../../server/http/app';
 import type { RedisClient } from '../../server/redis';
 import type { TestDatabase } from '../support/db';
@@ -35,7 +35,7 @@ function counted(pool: Pool, into: string[]): void {
 
 export async function startGraphqlPartner(
   db: TestDatabase,
-  options: { redis?: RedisClient } = {},
+  options: { redis?: RedisClient; deprecations?: GraphqlEndpointOptions['deprecations'] } = {},
 ): Promise<GraphqlPartner> {
   const pool = db.partnerPool();
   const graphqlPool = createPool(db.url, { max: 4, role: GRAPHQL_ROLE, applicationName: 'tests-graphql' });
@@ -63,7 +63,8 @@ export async function startGraphqlPartner(
     logger: silentLogger,
     pool,
     guard: guard.handlers,
-    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger: silentLogger }),
+    deprecations: options.deprecations,
+    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger: silentLogger, deprecations: options.deprecations }),
   });
   return {
     app,
