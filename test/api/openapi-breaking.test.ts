@@ -107,6 +107,18 @@ describe('the breaking-change gate', () => {
     expect(gate(before, after, changelogEntries())).toEqual({ passed: true, open: [] });
   }, 30_000);
 
+  test('the comparison leaves its inputs alone: the same documents compared twice give the same answer', () => {
+    const before = served();
+    const after = served();
+    param(after, '/cities', 'q').name = 'prefix';
+    const text = [JSON.stringify(before), JSON.stringify(after)];
+    const first = gate(before, after, changelogEntries());
+    expect([JSON.stringify(before), JSON.stringify(after)]).toEqual(text);
+    expect(gate(before, after, changelogEntries())).toEqual(first);
+    expect(gate(served(), after, changelogEntries())).toEqual(first);
+    expect(gate(after, after, changelogEntries())).toEqual({ passed: true, open: [] });
+  }, 30_000);
+
   test('covers: by whole segments, never a look-alike prefix', () => {
     expect(covers('GET /cities', 'GET /cities parameters.q')).toBe(true);
     expect(covers('GET /cities parameters.q', 'GET /cities parameters.q')).toBe(true);
