@@ -21,6 +21,8 @@ COPY .gmrc ./
 COPY db/migrations ./db/migrations
 # The alert e-mail and unsubscribe page templates are read from the source tree (server/email/render.ts).
 COPY server/email/templates ./server/email/templates
+# The changelog (GET changelog, changelog.atom) is read from its one source (server/http/changelog.ts).
+COPY docs/changelog.yml ./docs/changelog.yml
 USER node
 EXPOSE 3000 3001
 # Migrates to the latest committed migration, then serves.

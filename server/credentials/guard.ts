@@ -28,6 +28,8 @@ import { UsageAlerts } from '../usage/alerts';
 import { NO_ENDPOINT, UsageRecorder } from '../usage/recorder';
 import { SharedUsage } from '../usage/shared';
 import { HourlyUsage } from '../usage/history';
+import { DeprecatedCallTally } from '../usage/deprecated-calls';
+import { deprecatedCallsOf } from '../http/deprecations';
 import { endpointBeforeRouting } from './endpoint';
 import { CredentialsChangeListener } from './change-listener';
 import { IdentityCache, type StoredIdentity } from './identity-cache';
@@ -67,6 +69,8 @@ export interface PartnerGuard {
   alerts: UsageAlerts;
   /** Usage by hour, key, endpoint and status class (usage/history.ts). */
   history: HourlyUsage;
+  /** Calls of deprecated endpoints, parameters and fields per key (GET usage's deprecated_calls). */
+  deprecatedCalls: DeprecatedCallTally;
   /** Stops listening, writes pending usage and alerts, releases Redis; says what it wrote. */
   close(): Promise<{ usageRequestsWritten: number; sharedUsageKeyDaysWritten: number }>;
 }
@@ -121,6 +125,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     touch: (keyId, day) => sharedUsage?.touch(keyId, day),
     flushEveryMs: options.usageFlushMs,
   });
+  const deprecatedCalls = new DeprecatedCallTally(pool, logger, options.usageFlushMs);
 
   // Addresses over the failed-auth limit, known locally until their window ends (no Redis round trip).
   const blocked = new Map<string, number>();
@@ -156,6 +161,8 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     res.once('finish', () => {
       const ctx = rateLimitContext(res);
       const rateLimited = res.statusCode === 429;
+      const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (http/deprecations.ts)
+      if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
       if (ctx.outcome?.shared) {
         sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
       } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
@@ -211,6 +218,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     breaker,
     alerts,
     history,
+    deprecatedCalls,
     async close() {
       await listener.close();
       const usageRequests = usage.pendingRequests;
@@ -218,6 +226,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       await history.close(); // before the shared flush: it writes the hourly fields pushed to Redis
       const sharedKeyDays = sharedUsage ? await sharedUsage.flush() : 0;
       await sharedUsage?.close();
+      await deprecatedCalls.close();
       breaker?.close();
       await alerts.settle();
       await limits.close();

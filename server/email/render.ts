@@ -100,3 +100,37 @@ export function renderAlertEmail(
     html: render('usage-alert.html', values),
   };
 }
+
+/** What a deprecation e-mail says (one row of private.deprecation_notice_claim). */
+export interface DeprecationEmailFacts {
+  subscriberName: string;
+  what: string;
+  /** YYYY-MM-DD */
+  sunset: string;
+  replacement: string;
+  changelog: string;
+  firstCallAt: Date;
+}
+
+export function renderDeprecationEmail(
+  f: DeprecationEmailFacts,
+  links: { unsubscribeUrl: string; usageUrl: string; changelogUrl: string },
+): RenderedEmail {
+  const abs = (link: string) => (link.startsWith('/') ? `${new URL(links.usageUrl).origin}${link}` : link);
+  const values = {
+    subscriber_name: f.subscriberName,
+    what: f.what,
+    sunset: f.sunset,
+    replacement: f.replacement,
+    changelog: abs(f.changelog),
+    first_call_at: isoUtc(f.firstCallAt),
+    usage_url: links.usageUrl,
+    changelog_url: links.changelogUrl,
+    unsubscribe_url: links.unsubscribeUrl,
+  };
+  return {
+    subject: render('deprecation-notice.subject.txt', values).trim(),
+    text: render('deprecation-notice.txt', values),
+    html: render('deprecation-notice.html', values),
+  };
+}

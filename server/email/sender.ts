@@ -9,6 +9,7 @@ import type { TaskList } from 'graphile-worker';
 import type { Logger } from '../log';
 import type { EmailConfig } from './settings';
 import { emailSendTask } from './task';
+import { deprecationEmailTask } from './deprecation-task';
 import { createMailer, type Mailer } from './transport';
 
 export interface EmailSender {
@@ -23,7 +24,10 @@ export function createEmailSender(config: EmailConfig, logger?: Logger, retryFor
     logger?.info({ outbox: config.outboxDir }, 'SMTP_URL is not set: e-mails are written to the outbox');
   return {
     mailer,
-    tasks: (pool) => ({ email_send: emailSendTask({ pool, mailer, config, logger, retryForMs }) }),
+    tasks: (pool) => ({
+      email_send: emailSendTask({ pool, mailer, config, logger, retryForMs }),
+      deprecation_email: deprecationEmailTask({ pool, mailer, config, logger }), // docs/COMPATIBILITY.md
+    }),
     close: () => mailer.close(),
   };
 }

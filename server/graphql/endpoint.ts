@@ -32,6 +32,8 @@ import { RequestData } from './data';
 import { prepareQuery, Rejection, requestParams, type PreparedQuery } from './document';
 import { NODE_LIMIT } from './cost';
 import { makePartnerSchema, type GraphqlContext, type RateLimitView } from './schema';
+import { announce, dayStart, goneMessage, graphqlDeprecationUses } from '../http/deprecations';
+import { DEPRECATIONS, type Deprecation } from '../http/endpoints';
 
 /** Routes are relative to the partner prefix (usage counts the endpoint as 'graphql'). */
 const ROUTE = '/graphql';
@@ -50,6 +52,8 @@ export interface GraphqlEndpointOptions {
   logger: Logger;
   /** The instant answers are computed at (default: the system clock; server/clock.ts). */
   clock?: Clock;
+  /** Deprecations (default: endpoints.ts DEPRECATIONS) and their clock; tests inject both. */
+  deprecations?: { list?: readonly Deprecation[]; now?: () => number };
 }
 
 let schemaSingleton: GraphQLSchema | undefined;
@@ -91,7 +95,9 @@ function rateLimitOf(res: Response, cost: { points: number; nodes: number }): Ra
 
 export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
   const { logger } = options;
-  const schema = partnerSchema();
+  const deprecations = options.deprecations?.list ?? DEPRECATIONS;
+  const now = options.deprecations?.now ?? Date.now;
+  const schema = options.deprecations?.list ? makePartnerSchema(deprecations) : partnerSchema();
   const router = Router();
   const sdl = printSchema(schema);
   const sdlEtag = strongEtag(sdl);
@@ -167,6 +173,17 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
       try {
         const params = requestParams(req.method, req.body, req.query as Record<string, unknown>);
         l.prepared = prepareQuery(schema, req.method, params);
+        // A deprecated field or argument (docs/COMPATIBILITY.md): the headers and the count as REST;
+        // after its sunset a query that selects it is refused with 410 (charged as a rejected query).
+        const t = now();
+        const used = graphqlDeprecationUses(schema, l.prepared.document, deprecations).filter(
+          (d) => t >= dayStart(d.since),
+        );
+        const gone = used.length ? announce(res, used, t, true) : undefined;
+        if (gone) {
+          l.prepared = undefined;
+          l.rejection = new Rejection(410, 'GONE', goneMessage(gone));
+        }
       } catch (e) {
         if (!(e instanceof Rejection)) return next(e);
         l.rejection = e;

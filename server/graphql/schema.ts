@@ -5,6 +5,8 @@
  * match, a busiest bar) reads GET bars/:id's object for the fields that form
  * lacks, batched per tick.
  */
+import { deprecateSdl } from '../http/deprecations';
+import { DEPRECATIONS, type Deprecation } from '../http/endpoints';
 import { makeGrafastSchema } from 'postgraphile/grafast';
 import type { GraphQLResolveInfo, GraphQLSchema } from 'postgraphile/graphql';
 import { HttpError } from '../http/errors';
@@ -502,11 +504,12 @@ const resolvers: Record<string, Record<string, Resolver>> = {
   SearchResult,
 };
 
-export function makePartnerSchema(): GraphQLSchema {
+/** The schema; `deprecations` (default: endpoints.ts DEPRECATIONS) mark their `graphql` targets @deprecated. */
+export function makePartnerSchema(deprecations: readonly Deprecation[] = DEPRECATIONS): GraphQLSchema {
   const objects: Record<string, { plans: Record<string, { resolve: Resolver }> }> = {};
   for (const [type, fields] of Object.entries(resolvers)) {
     objects[type] = { plans: {} };
     for (const [field, resolve] of Object.entries(fields)) objects[type].plans[field] = { resolve };
   }
-  return makeGrafastSchema({ typeDefs: TYPE_DEFS, objects });
+  return makeGrafastSchema({ typeDefs: deprecateSdl(TYPE_DEFS, deprecations), objects });
 }

@@ -15,11 +15,14 @@ import { accessLog } from './access-log';
 import { COMPRESSION_THRESHOLD, sendPublic, strongEtag } from './caching';
 import { dashboardRoutes } from './dashboard';
 import { DOCS_PATH, docsRoutes } from './docs';
+import { changelogRoutes, type ChangelogEntry } from './changelog';
 import { errorHandler, sendError } from './errors';
 import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
 import { keyHeaderHygiene, urlHygiene } from './input-hygiene';
 import { onlyGetAndHead, requireJsonAcceptable, strictTransportSecurity } from './negotiation';
-import { openApiJson } from './openapi';
+import { openApiFor, openApiJson } from './openapi';
+import { deprecationGate, validateDeprecations } from './deprecations';
+import { DEPRECATIONS, type Deprecation } from './endpoints';
 import { PARTNER_PREFIX } from './partner';
 import { requestId } from './request-id';
 import { partnerRoutes } from './routes';
@@ -45,9 +48,15 @@ export interface PartnerAppDeps {
   email?: { linkKey?: Buffer; pool?: Pool };
   /** The instant answers are computed at (open now, events today, ...; default: the system clock). */
   clock?: Clock;
+  /** Deprecations in force (default: endpoints.ts DEPRECATIONS) and the clock that judges them (tests inject both). */
+  deprecations?: { list?: readonly Deprecation[]; now?: () => number };
+  /** The changelog's entries (default: docs/changelog.yml). */
+  changelog?: ChangelogEntry[];
 }
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {
+  const deprecations = deps.deprecations?.list ?? DEPRECATIONS;
+  validateDeprecations(deprecations);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -65,6 +74,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.use(onlyGetAndHead);
   app.use(docsRoutes()); // the HTML API reference: public, before the JSON-only Accept check
   app.use(dashboardRoutes()); // the partner's usage page: public (it calls the usage endpoints with a key)
+  app.use(changelogRoutes(deps.changelog)); // GET changelog (JSON) and changelog.atom: public, their own Accept checks
   app.use(requireJsonAcceptable);
   app.use(keyHeaderHygiene); // invalid UTF-8 in Authorization / X-API-Key: 400 before the guard reads them
   app.use(
@@ -73,12 +83,20 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
       draining: deps.health?.draining,
     }),
   ); // no key, no limits, no usage
-  const openApiEtag = strongEtag(openApiJson);
+  const openApi = deps.deprecations?.list ? JSON.stringify(openApiFor(deprecations)) : openApiJson;
+  const openApiEtag = strongEtag(openApi);
   app.get(`${PARTNER_PREFIX}/openapi.json`, (req, res) => {
-    sendPublic(req, res, 'application/json', openApiJson, openApiEtag);
+    sendPublic(req, res, 'application/json', openApi, openApiEtag);
   });
   // NUL / invalid UTF-8 in the path or query: 400 (with the rate-limit headers) before a route reads them
-  app.use(PARTNER_PREFIX, ...deps.guard, urlHygiene, partnerRoutes(deps));
+  // Deprecation headers, 410 after a sunset (deprecations.ts): after the guard (the key is known for the count)
+  app.use(
+    PARTNER_PREFIX,
+    ...deps.guard,
+    urlHygiene,
+    deprecationGate(deprecations, deps.deprecations?.now),
+    partnerRoutes(deps),
+  );
   app.use((req, res) =>
     sendError(
       res,

@@ -364,7 +364,8 @@ export const E = {
       "Like GitHub's `/rate_limit`: answered even when a bucket is exhausted, and counted in no bucket " +
       '(the rate-limit headers show the counts without this request). `-1` marks an unlimited bucket, as in ' +
       'the headers; `reset` is the window end in Unix seconds. `alerts`: the last 20 usage alerts (80, 90 and ' +
-      '100 % of a bucket) of the subscriber, newest first.',
+      '100 % of a bucket) of the subscriber, newest first. `deprecated_calls` (v1.3): the deprecated endpoints, ' +
+      'parameters and fields the subscriber called in the last 14 days (docs/COMPATIBILITY.md).',
     query: [],
     body: ref('Usage'),
   }),
@@ -462,3 +463,36 @@ export const E = {
     errors: ['404'],
   }),
 };
+
+// ---------------------------------------------------------------- deprecations (docs/COMPATIBILITY.md)
+
+/**
+ * One deprecation, declared once. Everything else follows from it (server/http/deprecations.ts):
+ * the Deprecation / Sunset / Link headers on each request that uses it, `deprecated: true` in the
+ * OpenAPI document, `@deprecated` in the partner GraphQL schema, the 410 after the sunset, and the
+ * per-key count of deprecated calls in GET usage and the operator views.
+ */
+export interface Deprecation {
+  /** The endpoint (a declaration of E), or the endpoint whose parameter or response field is deprecated. */
+  endpoint: Endpoint;
+  /** A query parameter of `endpoint`: only requests that send it use the deprecation. */
+  parameter?: string;
+  /**
+   * A response field, as `<component schema>.<property>` (e.g. `BarDetail.price_level`): every
+   * request to `endpoint` uses it. After the sunset the field may be removed; the endpoint keeps answering.
+   */
+  field?: string;
+  /** The same thing in the partner GraphQL schema, if it has one: `Type.field` or `Type.field(argument)`. */
+  graphql?: string;
+  /** From when (YYYY-MM-DD, UTC midnight): the headers start then. */
+  since: string;
+  /** Removal (YYYY-MM-DD, UTC midnight), at least 6 months after `since`: 410 from then on. */
+  sunset: string;
+  /** What to use instead, shown in the 410 and the schemas. */
+  replacement: string;
+  /** The changelog entry that announced it (absolute URL, or a path on this API). */
+  changelog: string;
+}
+
+/** The deprecations in force. None yet: tests declare their own (createPartnerApp's `deprecations`). */
+export const DEPRECATIONS: Deprecation[] = [];

@@ -42,6 +42,11 @@ function admits(accept: string | undefined, type: string): boolean {
   return best !== undefined && best.q > 0;
 }
 
+/** True when an Accept header admits this application/* type (`*\/*`, `application/*`, the type itself; q > 0). */
+export function acceptsType(accept: string | undefined, type: string): boolean {
+  return admits(accept, type);
+}
+
 /** True when an Accept header admits application/x-ndjson (`*\/*`, `application/*`, the type itself; q > 0). */
 export function acceptsNdjson(accept: string | undefined): boolean {
   return admits(accept, 'application/x-ndjson');

@@ -6,8 +6,21 @@
  * present, null for an empty optional value.
  */
 import { GRAPHQL_INTRODUCTION, graphqlPaths } from '../graphql/openapi';
-import { ENDPOINTS, array, latitude, longitude, nullable, object, ref, type Endpoint, type Schema } from './endpoints';
+import {
+  DEPRECATIONS,
+  ENDPOINTS,
+  type Deprecation,
+  array,
+  latitude,
+  longitude,
+  nullable,
+  object,
+  ref,
+  type Endpoint,
+  type Schema,
+} from './endpoints';
 import { CLASSIFICATIONS } from './params';
+import { markDeprecations } from './deprecations';
 import { webhookOperations } from '../webhooks/openapi';
 
 const string: Schema = { type: 'string' };
@@ -209,12 +222,39 @@ const schemas: Record<string, Schema> = {
       ),
     ],
   },
+  Changelog: object({
+    entries: array(
+      object({
+        date: {
+          type: 'string',
+          format: 'date',
+          pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+          description: 'UTC day of the change',
+        },
+        version: { type: 'string', description: 'contract version, e.g. "1.2" ("1.2 beta": the GraphQL beta)' },
+        kind: { type: 'string', enum: ['added', 'changed', 'deprecated', 'removed', 'fixed'] },
+        summary: string,
+        links: array({ type: 'string', description: 'an absolute URL, or a path on this API' }),
+      }),
+      { description: 'newest first' },
+    ),
+  }),
   TestResponse: object({ message: string, timestamp, subscriber_id: string, plan: string }),
   Usage: object({
     subscriber_id: { type: 'string', format: 'uuid' },
     plan: string,
     buckets: object({ minute: ref('UsageBucket'), day: ref('UsageBucket'), month: ref('UsageBucket') }),
     alerts: array(ref('UsageAlert'), { maxItems: 20 }),
+    deprecated_calls: array(ref('DeprecatedCalls'), {
+      description:
+        "the subscriber's calls of deprecated endpoints, parameters and fields in the last 14 UTC days (all keys), most recent first; [] when none (docs/COMPATIBILITY.md)",
+    }),
+  }),
+  DeprecatedCalls: object({
+    what: { type: 'string', description: 'e.g. `GET /bars parameter radius`' },
+    sunset: { ...nullable(timestamp), description: 'when it stops working (null: no longer declared)' },
+    calls_last_14_days: { type: 'integer', minimum: 1 },
+    last_call_at: timestamp,
   }),
   UsageBucket: object(
     {
@@ -391,6 +431,38 @@ const responses: Record<string, Schema> = {
   Unavailable: errorResponse('The database is unreachable; retry later', { 'Retry-After': headerRef('Retry-After') }),
 };
 
+/** The 410 of a deprecation after its sunset: in the document only while a declaration needs it (deprecations.ts). */
+const goneSchema = object(
+  {
+    error: string,
+    sunset: { ...timestamp, description: 'when it was removed (its Sunset)' },
+    replacement: { type: 'string', description: 'what to use instead' },
+    request_id: string,
+  },
+  'a deprecated endpoint or parameter after its sunset',
+);
+const goneResponse = errorResponse(
+  'A deprecated endpoint or parameter after its sunset date (docs/COMPATIBILITY.md)',
+  { Deprecation: headerRef('Deprecation'), Sunset: headerRef('Sunset'), Link: headerRef('Link') },
+  ref('Gone'),
+);
+/** On each request that uses a deprecated endpoint, parameter or field (docs/COMPATIBILITY.md). */
+const deprecationHeaders: Record<string, Schema> = {
+  Deprecation: {
+    description: 'RFC 9745: when the endpoint, parameter or field this request used was deprecated, `@<Unix seconds>`',
+    schema: { type: 'string', pattern: '^@-?[0-9]+$' },
+  },
+  Sunset: {
+    description: 'RFC 8594: when it stops working (HTTP-date); from then on the request gets 410',
+    schema: { type: 'string' },
+  },
+  Link: {
+    description: 'with a deprecation: `<changelog entry URL>; rel="deprecation"` (RFC 9745)',
+    schema: { type: 'string' },
+  },
+};
+const GONE = { schema: goneSchema, response: goneResponse, headers: deprecationHeaders };
+
 // ---------------------------------------------------------------- operations
 
 const security = [{ bearer: [] }, { apiKey: [] }];
@@ -483,6 +555,64 @@ export const openApiDocument = {
         },
       },
     },
+    '/dashboard': {
+      get: {
+        operationId: 'dashboard',
+        summary: 'Your usage as an HTML page: buckets, hourly history, failed requests (no authentication to load it)',
+        description:
+          'The page asks for an API key and calls `usage`, `usage/history` and `usage/requests` with it (kept in the ' +
+          "tab's session storage, sent as Bearer), so it shows nothing those calls do not. Strict Content-Security-Policy.",
+        security: [],
+        responses: {
+          200: {
+            description: 'HTML page',
+            headers: { ...common, ETag: { schema: { type: 'string' } } },
+            content: { 'text/html': { schema: { type: 'string' } } },
+          },
+          304: { description: 'Not Modified', headers: common },
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
+        },
+      },
+    },
+    '/changelog': {
+      get: {
+        operationId: 'changelog',
+        summary: 'The changelog, newest first (no authentication)',
+        description:
+          'Every change a partner can see, from the one source that also gives `changelog.atom` and CHANGELOG.md. ' +
+          'What is breaking, how deprecations are announced and how long things stay supported: docs/COMPATIBILITY.md.',
+        security: [],
+        responses: {
+          200: {
+            description: 'The entries, newest first',
+            headers: { ...common, ...publicCacheHeaders },
+            content: json(ref('Changelog')),
+          },
+          304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
+          400: errorResponse('A malformed If-None-Match'),
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
+          406: { $ref: '#/components/responses/NotAcceptable' },
+        },
+      },
+    },
+    '/changelog.atom': {
+      get: {
+        operationId: 'changelogAtom',
+        summary: 'The changelog as an Atom feed (RFC 4287; no authentication)',
+        security: [],
+        responses: {
+          200: {
+            description: 'Atom feed: one entry per changelog entry (category = kind), newest first',
+            headers: { ...common, ...publicCacheHeaders },
+            content: { 'application/atom+xml': { schema: { type: 'string' } } },
+          },
+          304: { description: 'Not Modified', headers: { ...common, ...publicCacheHeaders } },
+          400: errorResponse('A malformed If-None-Match'),
+          405: { $ref: '#/components/responses/MethodNotAllowed' },
+          406: errorResponse('The Accept header does not admit application/atom+xml'),
+        },
+      },
+    },
     '/openapi.json': {
       get: {
         operationId: 'openApi',
@@ -518,4 +648,8 @@ export const openApiDocument = {
 };
 
 /** Serialised once; served as is. */
-export const openApiJson = JSON.stringify(openApiDocument);
+export const openApiJson = JSON.stringify(markDeprecations(openApiDocument, DEPRECATIONS, GONE));
+
+/** The document with other deprecations than the declared ones marked (tests declare their own). */
+export const openApiFor = (deprecations: readonly Deprecation[]) =>
+  markDeprecations(openApiDocument, deprecations, GONE) as typeof openApiDocument;

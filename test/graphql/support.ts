@@ -7,7 +7,7 @@ import type express from 'express';
 import request from 'supertest';
 import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
 import { createPool, type Pool } from '../../server/db/pools';
-import { graphqlRoutes, GRAPHQL_PATH, GRAPHQL_ROLE } from '../../server/graphql/endpoint';
+import { graphqlRoutes, GRAPHQL_PATH, GRAPHQL_ROLE, type GraphqlEndpointOptions } from '../../server/graphql/endpoint';
 import { createPartnerApp } from '../../server/http/app';
 import type { RedisClient } from '../../server/redis';
 import type { TestDatabase } from '../support/db';
@@ -36,7 +36,7 @@ function counted(pool: Pool, into: string[]): void {
 
 export async function startGraphqlPartner(
   db: TestDatabase,
-  options: { redis?: RedisClient } = {},
+  options: { redis?: RedisClient; deprecations?: GraphqlEndpointOptions['deprecations'] } = {},
 ): Promise<GraphqlPartner> {
   const pool = db.partnerPool();
   const graphqlPool = createPool(db.url, { max: 4, role: GRAPHQL_ROLE, applicationName: 'tests-graphql' });
@@ -65,7 +65,14 @@ export async function startGraphqlPartner(
     pool,
     guard: guard.handlers,
     clock: testClock,
-    graphql: graphqlRoutes({ pool: graphqlPool, guard, logger: silentLogger, clock: testClock }),
+    deprecations: options.deprecations,
+    graphql: graphqlRoutes({
+      pool: graphqlPool,
+      guard,
+      logger: silentLogger,
+      clock: testClock,
+      deprecations: options.deprecations,
+    }),
   });
   return {
     app,

@@ -7,7 +7,7 @@ import type express from 'express';
 import pino from 'pino';
 import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
 import type { Pool } from '../../server/db/pools';
-import { createPartnerApp } from '../../server/http/app';
+import { createPartnerApp, type PartnerAppDeps } from '../../server/http/app';
 import type { RedisClient } from '../../server/redis';
 import type { TestDatabase } from './db';
 import { testClock } from './clock';
@@ -23,7 +23,13 @@ export interface PartnerInstance {
 
 export async function startPartner(
   db: TestDatabase,
-  options: { redis?: RedisClient; redisPrefix?: string; logger?: pino.Logger } = {},
+  options: {
+    redis?: RedisClient;
+    redisPrefix?: string;
+    logger?: pino.Logger;
+    /** Deprecations and their clock (createPartnerApp's `deprecations`). */
+    deprecations?: PartnerAppDeps['deprecations'];
+  } = {},
 ): Promise<PartnerInstance> {
   const pool = db.partnerPool();
   const logger = options.logger ?? silentLogger;
@@ -38,7 +44,14 @@ export async function startPartner(
     // shared-count tests would see in-process counts (the breaker has its own tests).
     redisBudgetMs: 2_000,
   });
-  const app = createPartnerApp({ config: { env: 'test' }, logger, pool, guard: guard.handlers, clock: testClock });
+  const app = createPartnerApp({
+    config: { env: 'test' },
+    logger,
+    pool,
+    guard: guard.handlers,
+    clock: testClock,
+    deprecations: options.deprecations,
+  });
   return { app, guard, pool, close: async () => void (await guard.close()) };
 }
 

@@ -197,9 +197,49 @@ export interface paths {
         };
         /**
          * The key's rate-limit buckets and the subscriber's latest usage alerts (counts against no bucket)
-         * @description Like GitHub's `/rate_limit`: answered even when a bucket is exhausted, and counted in no bucket (the rate-limit headers show the counts without this request). `-1` marks an unlimited bucket, as in the headers; `reset` is the window end in Unix seconds. `alerts`: the last 20 usage alerts (80, 90 and 100 % of a bucket) of the subscriber, newest first.
+         * @description Like GitHub's `/rate_limit`: answered even when a bucket is exhausted, and counted in no bucket (the rate-limit headers show the counts without this request). `-1` marks an unlimited bucket, as in the headers; `reset` is the window end in Unix seconds. `alerts`: the last 20 usage alerts (80, 90 and 100 % of a bucket) of the subscriber, newest first. `deprecated_calls` (v1.3): the deprecated endpoints, parameters and fields the subscriber called in the last 14 days (docs/COMPATIBILITY.md).
          */
         get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/usage/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The subscriber's answered requests per hour (or day), key and endpoint, by status class
+         * @description Counts against no bucket and is not counted itself (nor are `usage` and `usage/requests`). Buckets with no request are left out; `requests` = the sum of the four status classes; `rate_limited` counts the 429s (part of `4xx`). Exact across instances; visible within 60 seconds. The range starts at the hour (day) of `start` and ends before `end`; at most 7 days of hours or 400 days of days (longer: 400).
+         */
+        get: operations["getUsageHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/usage/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The subscriber's request log: answers that ended in 4xx or 5xx, newest first (30 days)
+         * @description Counts against no bucket. An entry is visible within 5 seconds of its answer; of the 429s only the first of each key and minute is kept, and at most 1,000 entries a key and minute (the rest are counted in `usage/history`). Another subscriber's entries are never visible (a foreign `request_id` finds nothing); no entry contains an API key (key-shaped values in the path or query are redacted). Pages: pass `next_cursor` as `cursor` (with the same filters) until it is null.
+         */
+        get: operations["listUsageRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -315,6 +355,63 @@ export interface paths {
         };
         /** This reference as an interactive HTML page (no authentication) */
         get: operations["docs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your usage as an HTML page: buckets, hourly history, failed requests (no authentication to load it)
+         * @description The page asks for an API key and calls `usage`, `usage/history` and `usage/requests` with it (kept in the tab's session storage, sent as Bearer), so it shows nothing those calls do not. Strict Content-Security-Policy.
+         */
+        get: operations["dashboard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/changelog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The changelog, newest first (no authentication)
+         * @description Every change a partner can see, from the one source that also gives `changelog.atom` and CHANGELOG.md. What is breaking, how deprecations are announced and how long things stay supported: docs/COMPATIBILITY.md.
+         */
+        get: operations["changelog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/changelog.atom": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The changelog as an Atom feed (RFC 4287; no authentication) */
+        get: operations["changelogAtom"];
         put?: never;
         post?: never;
         delete?: never;
@@ -770,6 +867,22 @@ export interface components {
             distance: number | null;
             image_url: null;
         };
+        Changelog: {
+            /** @description newest first */
+            entries: {
+                /**
+                 * Format: date
+                 * @description UTC day of the change
+                 */
+                date: string;
+                /** @description contract version, e.g. "1.2" ("1.2 beta": the GraphQL beta) */
+                version: string;
+                /** @enum {string} */
+                kind: "added" | "changed" | "deprecated" | "removed" | "fixed";
+                summary: string;
+                links: string[];
+            }[];
+        };
         TestResponse: {
             message: string;
             /**
@@ -790,6 +903,20 @@ export interface components {
                 month: components["schemas"]["UsageBucket"];
             };
             alerts: components["schemas"]["UsageAlert"][];
+            /** @description the subscriber's calls of deprecated endpoints, parameters and fields in the last 14 UTC days (all keys), most recent first; [] when none (docs/COMPATIBILITY.md) */
+            deprecated_calls: components["schemas"]["DeprecatedCalls"][];
+        };
+        DeprecatedCalls: {
+            /** @description e.g. `GET /bars parameter radius` */
+            what: string;
+            /** @description when it stops working (null: no longer declared) */
+            sunset: string | null;
+            calls_last_14_days: number;
+            /**
+             * Format: date-time
+             * @description UTC, e.g. 2026-11-22T21:30:00Z
+             */
+            last_call_at: string;
         };
         /** @description one UTC-aligned rate-limit window of the key */
         UsageBucket: {
@@ -820,6 +947,68 @@ export interface components {
              * @description UTC, e.g. 2026-11-22T21:30:00Z
              */
             created_at: string;
+        };
+        UsageHistory: {
+            /** Format: uuid */
+            subscriber_id: string;
+            /** @enum {string} */
+            granularity: "hour" | "day";
+            /**
+             * Format: date-time
+             * @description UTC, e.g. 2026-11-22T21:30:00Z
+             */
+            start: string;
+            /**
+             * Format: date-time
+             * @description UTC, e.g. 2026-11-22T21:30:00Z
+             */
+            end: string;
+            series: components["schemas"]["UsageHistoryBucket"][];
+        };
+        /** @description one hour (or day) of one key and endpoint */
+        UsageHistoryBucket: {
+            /**
+             * Format: date-time
+             * @description UTC, e.g. 2026-11-22T21:30:00Z
+             */
+            start: string;
+            /** @description the first characters of the key (never the key) */
+            key_prefix: string;
+            /** @description route pattern, e.g. 'bars/:id'; '(none)': no endpoint matched */
+            endpoint: string;
+            /** @description answered requests (the sum of the four classes) */
+            requests: number;
+            status: {
+                "2xx": number;
+                "3xx": number;
+                "4xx": number;
+                "5xx": number;
+            };
+            /** @description the 429s (part of 4xx) */
+            rate_limited: number;
+        };
+        UsageRequests: {
+            requests: components["schemas"]["UsageRequest"][];
+            /** @description pass as cursor for the next page */
+            next_cursor: string | null;
+        };
+        UsageRequest: {
+            request_id: string;
+            /**
+             * Format: date-time
+             * @description when the answer was written (UTC, ms)
+             */
+            created_at: string;
+            key_prefix: string | null;
+            method: string;
+            /** @description path and query as received, key-shaped values redacted */
+            path: string;
+            endpoint: string;
+            status: number;
+            /** @description the answer's error message */
+            error: string | null;
+            duration_ms: number;
+            client_ip: string | null;
         };
         /** @description a bar (export/bars) */
         ExportBarLine: {
@@ -2371,6 +2560,210 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getUsageHistory: {
+        parameters: {
+            query?: {
+                /** @description bucket size */
+                granularity?: "hour" | "day";
+                /** @description ISO 8601 date-time with an offset (send + as %2B). Default: 24 hours (hour) or 30 days (day) before end */
+                start?: string;
+                /** @description ISO 8601 date-time with an offset. Default: now */
+                end?: string;
+                /** @description only this endpoint, named as in the series (e.g. `bars`, `bars/:id`, `search`, `graphql`); unknown: 400 listing the names */
+                endpoint?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    /** @description limit of the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Limit": number;
+                    /** @description requests left in the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Remaining": number;
+                    /** @description end of the window of the limited bucket with the fewest remaining requests (minute when none is limited) (Unix seconds) */
+                    "X-RateLimit-Reset": number;
+                    /** @description limit of the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Limit-Minute": number;
+                    /** @description requests left in the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Remaining-Minute": number;
+                    /** @description end of the window of the UTC clock minute (Unix seconds) */
+                    "X-RateLimit-Reset-Minute": number;
+                    /** @description limit of the UTC day; -1 when unlimited */
+                    "X-RateLimit-Limit-Day": number;
+                    /** @description requests left in the UTC day; -1 when unlimited */
+                    "X-RateLimit-Remaining-Day": number;
+                    /** @description end of the window of the UTC day (Unix seconds) */
+                    "X-RateLimit-Reset-Day": number;
+                    /** @description limit of the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Limit-Month": number;
+                    /** @description requests left in the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Remaining-Month": number;
+                    /** @description end of the window of the UTC calendar month (Unix seconds) */
+                    "X-RateLimit-Reset-Month": number;
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageHistory"];
+                };
+            };
+            /** @description Not Modified: If-None-Match holds the current ETag; no body; counts against no rate-limit bucket */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    /** @description limit of the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Limit": number;
+                    /** @description requests left in the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Remaining": number;
+                    /** @description end of the window of the limited bucket with the fewest remaining requests (minute when none is limited) (Unix seconds) */
+                    "X-RateLimit-Reset": number;
+                    /** @description limit of the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Limit-Minute": number;
+                    /** @description requests left in the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Remaining-Minute": number;
+                    /** @description end of the window of the UTC clock minute (Unix seconds) */
+                    "X-RateLimit-Reset-Minute": number;
+                    /** @description limit of the UTC day; -1 when unlimited */
+                    "X-RateLimit-Limit-Day": number;
+                    /** @description requests left in the UTC day; -1 when unlimited */
+                    "X-RateLimit-Remaining-Day": number;
+                    /** @description end of the window of the UTC day (Unix seconds) */
+                    "X-RateLimit-Reset-Day": number;
+                    /** @description limit of the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Limit-Month": number;
+                    /** @description requests left in the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Remaining-Month": number;
+                    /** @description end of the window of the UTC calendar month (Unix seconds) */
+                    "X-RateLimit-Reset-Month": number;
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listUsageRequests: {
+        parameters: {
+            query?: {
+                /** @description a status code (e.g. `404`) or a class (`4xx`, `5xx`) */
+                status?: string;
+                /** @description only this endpoint (names as in usage/history); unknown: 400 */
+                endpoint?: string;
+                /** @description the X-Request-Id of an answer */
+                request_id?: string;
+                /** @description entries at or after this instant (ISO 8601 with offset) */
+                since?: string;
+                /** @description entries at or before this instant (ISO 8601 with offset) */
+                until?: string;
+                /** @description entries per page */
+                limit?: number;
+                /** @description opaque: the `next_cursor` of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    /** @description limit of the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Limit": number;
+                    /** @description requests left in the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Remaining": number;
+                    /** @description end of the window of the limited bucket with the fewest remaining requests (minute when none is limited) (Unix seconds) */
+                    "X-RateLimit-Reset": number;
+                    /** @description limit of the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Limit-Minute": number;
+                    /** @description requests left in the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Remaining-Minute": number;
+                    /** @description end of the window of the UTC clock minute (Unix seconds) */
+                    "X-RateLimit-Reset-Minute": number;
+                    /** @description limit of the UTC day; -1 when unlimited */
+                    "X-RateLimit-Limit-Day": number;
+                    /** @description requests left in the UTC day; -1 when unlimited */
+                    "X-RateLimit-Remaining-Day": number;
+                    /** @description end of the window of the UTC day (Unix seconds) */
+                    "X-RateLimit-Reset-Day": number;
+                    /** @description limit of the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Limit-Month": number;
+                    /** @description requests left in the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Remaining-Month": number;
+                    /** @description end of the window of the UTC calendar month (Unix seconds) */
+                    "X-RateLimit-Reset-Month": number;
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageRequests"];
+                };
+            };
+            /** @description Not Modified: If-None-Match holds the current ETag; no body; counts against no rate-limit bucket */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    /** @description limit of the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Limit": number;
+                    /** @description requests left in the limited bucket with the fewest remaining requests (minute when none is limited); -1 when unlimited */
+                    "X-RateLimit-Remaining": number;
+                    /** @description end of the window of the limited bucket with the fewest remaining requests (minute when none is limited) (Unix seconds) */
+                    "X-RateLimit-Reset": number;
+                    /** @description limit of the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Limit-Minute": number;
+                    /** @description requests left in the UTC clock minute; -1 when unlimited */
+                    "X-RateLimit-Remaining-Minute": number;
+                    /** @description end of the window of the UTC clock minute (Unix seconds) */
+                    "X-RateLimit-Reset-Minute": number;
+                    /** @description limit of the UTC day; -1 when unlimited */
+                    "X-RateLimit-Limit-Day": number;
+                    /** @description requests left in the UTC day; -1 when unlimited */
+                    "X-RateLimit-Remaining-Day": number;
+                    /** @description end of the window of the UTC day (Unix seconds) */
+                    "X-RateLimit-Reset-Day": number;
+                    /** @description limit of the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Limit-Month": number;
+                    /** @description requests left in the UTC calendar month; -1 when unlimited */
+                    "X-RateLimit-Remaining-Month": number;
+                    /** @description end of the window of the UTC calendar month (Unix seconds) */
+                    "X-RateLimit-Reset-Month": number;
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     exportBars: {
         parameters: {
             query?: {
@@ -2952,6 +3345,149 @@ export interface operations {
                 content?: never;
             };
             405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    dashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    changelog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    ETag: components["headers"]["ETag"];
+                    /** @description public, max-age=3600 */
+                    "Cache-Control": "public, max-age=3600";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Changelog"];
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    ETag: components["headers"]["ETag"];
+                    /** @description public, max-age=3600 */
+                    "Cache-Control": "public, max-age=3600";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed If-None-Match */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            406: components["responses"]["NotAcceptable"];
+        };
+    };
+    changelogAtom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Atom feed: one entry per changelog entry (category = kind), newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    ETag: components["headers"]["ETag"];
+                    /** @description public, max-age=3600 */
+                    "Cache-Control": "public, max-age=3600";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/atom+xml": string;
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    ETag: components["headers"]["ETag"];
+                    /** @description public, max-age=3600 */
+                    "Cache-Control": "public, max-age=3600";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed If-None-Match */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description The Accept header does not admit application/atom+xml */
+            406: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     openApi: {
