@@ -225,6 +225,12 @@ describe('usage history: three instances sharing Redis and PostgreSQL, one resta
     await flush(a, b, c);
     const res = await history(a.app, key.apiKey, around());
     expect(sorted(byEndpoint(res.body.series))).toEqual(sorted(seen));
+    // the hourly fields of the Redis hash never become daily-usage endpoints
+    const daily = await db.owner.query(`select endpoint from admin.daily_usage where subscriber_id = $1`, [
+      key.subscriberId,
+    ]);
+    expect(daily.rows.length).toBeGreaterThan(0);
+    expect(daily.rows.filter((r) => r.endpoint.startsWith('@'))).toEqual([]);
     // two keys: series per key prefix
     expect(new Set(res.body.series.map((s: Bucket) => s.key_prefix)).size).toBe(2);
     // and in PostgreSQL, per class, the same totals

@@ -34,6 +34,7 @@ as $$
     insert into admin.hourly_usage_shared as s
            (hour, api_key_id, endpoint, status_2xx, status_3xx, status_4xx, status_5xx, rate_limited)
     select m.hour, p_key, m.endpoint, m.s2, m.s3, m.s4, m.s5, m.rl from merged m
+     where m.d2 <> 0 or m.d3 <> 0 or m.d4 <> 0 or m.d5 <> 0 or m.drl <> 0 -- only the hours that changed
     on conflict (hour, api_key_id, endpoint) do update
       set status_2xx = excluded.status_2xx, status_3xx = excluded.status_3xx, status_4xx = excluded.status_4xx,
           status_5xx = excluded.status_5xx, rate_limited = excluded.rate_limited
