@@ -8,6 +8,7 @@
  */
 import express from 'express';
 import request from 'supertest';
+import { loadConfig } from '../../server/config';
 import { createPool, type Pool } from '../../server/db/pools';
 import { createPartnerApp } from '../../server/http/app';
 import { metricsText } from '../../server/metrics';
@@ -470,6 +471,15 @@ describe('request log buffer with PostgreSQL frozen', () => {
       `select count(*)::int n from admin.request_log where request_id like 'f401-%'`,
     );
     expect(rows[0].n).toBe(5);
+  });
+});
+
+describe('REQUEST_LOG', () => {
+  test('errors by default; all, errors, off (any case); anything else stops the start naming the variable', () => {
+    expect(loadConfig({}).requestLog).toBe('errors');
+    expect(loadConfig({ REQUEST_LOG: 'ALL' }).requestLog).toBe('all');
+    expect(loadConfig({ REQUEST_LOG: 'off' }).requestLog).toBe('off');
+    expect(() => loadConfig({ REQUEST_LOG: 'sometimes' })).toThrow(/^REQUEST_LOG must be all, errors or off/);
   });
 });
 
