@@ -12,7 +12,7 @@ import { loadConfig } from '../../server/config';
 import { createPool, type Pool } from '../../server/db/pools';
 import { createPartnerApp } from '../../server/http/app';
 import { metricsText } from '../../server/metrics';
-import { redactKeys, redactText, RequestLog, type RequestLogEntry } from '../../server/usage/request-log';
+import { redactKeys, redactText, RequestLog, storable, type RequestLogEntry } from '../../server/usage/request-log';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FreezableProxy } from '../support/freezable-proxy';
 import { validateResponse } from '../support/openapi';
@@ -495,6 +495,10 @@ describe('redaction helpers', () => {
     ['/api/v1/partner/bars/1234', '/api/v1/partner/bars/1234'],
   ])('%s', (input, expected) => {
     expect(redactKeys(input)).toBe(expected);
+  });
+
+  test('text PostgreSQL refuses in jsonb (NUL, lone surrogates) is replaced, pairs are kept', () => {
+    expect(storable('a\u0000b\ud800c\udc00d🍺')).toBe('a\ufffdb\ufffdc\ufffdd🍺');
   });
 
   test('messages', () => {
