@@ -112,6 +112,7 @@ export function redactText(text: string): string {
   return text.replace(KEY_RUN, REDACTED);
 }
 
+// eslint-disable-next-line no-control-regex -- NUL is exactly what must be replaced
 const NOT_STORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /** Text PostgreSQL stores: NUL and lone surrogates (refused by jsonb, and so the whole batch) become U+FFFD. */
