@@ -286,6 +286,18 @@ describe('usage history: bad input', () => {
     expect(res.body.request_id).toEqual(expect.any(String));
   });
 
+  test('usage/history and usage/requests count against no bucket: answered when the minute is used up', async () => {
+    await awaitRoomInMinute(10_000);
+    const { apiKey: limited } = await issueKey(db.owner, { plan: await createPlan(db.owner, 1) });
+    await request(a.app).get(`${P}/test_endpoint`).set(bearer(limited)).expect(200);
+    await request(a.app).get(`${P}/test_endpoint`).set(bearer(limited)).expect(429);
+    for (const url of [HISTORY, `${P}/usage/requests`, HISTORY]) {
+      const res = await request(a.app).get(url).set(bearer(limited)).expect(200);
+      expect(res.headers['x-ratelimit-remaining-minute']).toBe('0');
+      expect(res.headers['x-ratelimit-limit-minute']).toBe('1');
+    }
+  });
+
   test('exactly 7 days of hours and 400 days of days are allowed; no key is a 401', async () => {
     await request(a.app)
       .get(`${HISTORY}?start=2026-11-01T00:00:00Z&end=2026-11-08T00:00:00Z`)
