@@ -357,6 +357,17 @@ describe('api.record_requests: bounds across batches (and instances)', () => {
     expect(await store(anon)).toBe(1000);
   });
 
+  test('a batch PostgreSQL refuses (not a connection problem) is dropped and counted, not retried forever', async () => {
+    const log = new RequestLog({ pool: db.partnerPool(), logger: silentLogger, flushEveryMs: 60_000 });
+    log.add({ ...entry(null, 401, 'not a time', 1), request_id: 'refused' });
+    await log.flush();
+    expect(log.pending).toBe(0);
+    expect(log.dropped).toBe(1);
+    const m = /partner_request_log_dropped_total\{reason="write_error"[^}]*\} (\d+)/.exec((await metricsText()).body);
+    expect(Number(m?.[1])).toBeGreaterThanOrEqual(1);
+    await log.close();
+  });
+
   test('partitions: a week ahead, whole days dropped after 30 days (pinned clock)', async () => {
     const part = async (now: string) =>
       (await db.owner.query('select private.request_log_maintain($1) as r', [now])).rows[0].r;
