@@ -221,10 +221,15 @@ async function main(): Promise<void> {
 
   if (role !== 'worker') {
     // Operator GraphQL endpoint and /metrics: one listener per instance (ADMIN_HOST:ADMIN_PORT, loopback by default).
+    // ApiKey.bucketsNow reads the shared rate-limit counters (Redis), when there are any.
+    const bucketsTarget = redisTarget(config.redisUrl, config.redisClusterNodes.join(','));
+    const bucketsRedis = bucketsTarget ? createRedisClient(bucketsTarget, logger) : undefined;
+    if (bucketsRedis) cleanups.push({ name: 'operator Redis', run: async () => void (await bucketsRedis.quit()) });
     const operatorGraphql = await startOperatorServer({
       databaseUrl: dbUrl,
       config,
       logger,
+      buckets: bucketsRedis ? { redis: bucketsRedis } : undefined,
       ...(role === 'primary' ? { metrics: clusterMetricsText } : {}),
     }).catch(async (e: NodeJS.ErrnoException) => {
       await runCleanups(undefined);

@@ -10,6 +10,7 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
 import type { OperatorIdentity } from './auth';
+import { bucketsPlugin, type BucketsSource } from './buckets';
 import { makeMaskError } from './errors';
 import { DEFAULT_QUERY_LIMITS, queryLimitsRule, type QueryLimits } from './limits';
 
@@ -27,6 +28,8 @@ export interface OperatorPresetOptions {
   statementTimeoutMs: number;
   limits?: QueryLimits;
   maxRequestBytes?: number;
+  /** Shared rate-limit counters for ApiKey.bucketsNow (operator/buckets.ts); unset: the field is null. */
+  buckets?: BucketsSource;
 }
 
 const QueryLimitsPlugin = (limits: QueryLimits): GraphileConfig.Plugin => ({
@@ -90,7 +93,11 @@ const UnselectableColumnsPlugin: GraphileConfig.Plugin = {
 export function makeOperatorPreset(options: OperatorPresetOptions): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset],
-    plugins: [UnselectableColumnsPlugin, QueryLimitsPlugin(options.limits ?? DEFAULT_QUERY_LIMITS)],
+    plugins: [
+      UnselectableColumnsPlugin,
+      QueryLimitsPlugin(options.limits ?? DEFAULT_QUERY_LIMITS),
+      bucketsPlugin(options.buckets, options.pool),
+    ],
     pgServices: [
       makePgService({
         pool: options.pool,

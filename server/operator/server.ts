@@ -20,6 +20,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES, limitResponseSize } from './response-limit'
 import { authenticateOperator, type OperatorIdentity } from './auth';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, makeOperatorPreset, OPERATOR_ROLE } from './preset';
 import type { QueryLimits } from './limits';
+import type { BucketsSource } from './buckets';
 
 export interface OperatorServerOptions {
   databaseUrl: string;
@@ -29,6 +30,8 @@ export interface OperatorServerOptions {
   limits?: QueryLimits;
   /** Answers larger than this are refused (default 10 MB, OPERATOR_MAX_RESPONSE_BYTES). */
   maxResponseBytes?: number;
+  /** Shared rate-limit counters (Redis) for ApiKey.bucketsNow; unset: that field is null. */
+  buckets?: BucketsSource;
   /** GET /metrics text (default: this process's registry; the primary aggregates its workers). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
 }
@@ -78,6 +81,7 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
       operatorOf: (req) => operators.get(req),
       statementTimeoutMs,
       limits: options.limits,
+      buckets: options.buckets,
     }),
   );
   // Releases the grafserv instance too.

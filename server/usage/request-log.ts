@@ -115,6 +115,14 @@ export function redactText(text: string): string {
   return text.replace(KEY_RUN, REDACTED);
 }
 
+// eslint-disable-next-line no-control-regex -- NUL is exactly what must be replaced
+const NOT_STORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** Text PostgreSQL stores: NUL and lone surrogates (refused by jsonb, and so the whole batch) become U+FFFD. */
+export function storable(text: string): string {
+  return text.replace(NOT_STORABLE, '\uFFFD');
+}
+
 export class RequestLog {
   readonly mode: RequestLogMode;
   private buffer: RequestLogEntry[] = [];
@@ -179,14 +187,14 @@ export class RequestLog {
     if (!this.admit(who, status === 429)) return;
     const message = res.locals.errorMessage as string | undefined;
     this.add({
-      request_id: String(res.locals.requestId ?? ''),
+      request_id: storable(String(res.locals.requestId ?? '')),
       created_at: new Date(this.now()).toISOString(),
       api_key_id: partner?.keyId ?? null,
       method: req.method,
-      path: redactKeys(req.originalUrl).slice(0, PATH_MAX),
+      path: storable(redactKeys(req.originalUrl)).slice(0, PATH_MAX),
       endpoint: ctx?.endpoint ?? routeOf(req) ?? endpointBeforeRouting(req),
       status,
-      error: message === undefined ? null : redactText(message).slice(0, 1000),
+      error: message === undefined ? null : storable(redactText(message)).slice(0, 1000),
       duration_ms: Math.round(durationMs * 1000) / 1000,
       client_ip: clientIp,
     });

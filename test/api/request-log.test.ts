@@ -8,14 +8,24 @@
  */
 import express from 'express';
 import request from 'supertest';
+import { loadConfig } from '../../server/config';
 import { createPool, type Pool } from '../../server/db/pools';
 import { createPartnerApp } from '../../server/http/app';
 import { metricsText } from '../../server/metrics';
-import { redactKeys, redactText, RequestLog, type RequestLogEntry } from '../../server/usage/request-log';
+import { redactKeys, redactText, RequestLog, storable, type RequestLogEntry } from '../../server/usage/request-log';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FreezableProxy } from '../support/freezable-proxy';
 import { validateResponse } from '../support/openapi';
-import { bearer, createPlan, issueKey, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
+import pino from 'pino';
+import {
+  awaitRoomInMinute,
+  bearer,
+  createPlan,
+  issueKey,
+  silentLogger,
+  startPartner,
+  type PartnerInstance,
+} from '../support/partner';
 
 const P = '/api/v1/partner';
 const REQUESTS = `${P}/usage/requests`;
@@ -218,6 +228,29 @@ describe('request log through the partner app', () => {
     expect(entries.map((e) => [e.status, e.endpoint])).toEqual([[200, 'test_endpoint']]);
   });
 
+  test('a 4xx flood from one key: at most 1,000 entries a minute are buffered and stored', async () => {
+    await awaitRoomInMinute(20_000);
+    const { apiKey, keyId } = await issueKey(db.owner, { plan: await createPlan(db.owner, null) });
+    const flood = new RequestLog({ pool: partner.pool, logger: silentLogger, flushEveryMs: 60_000 });
+    const floodApp = appWith(partner, flood);
+    let next = 0;
+    let peak = 0;
+    const worker = async () => {
+      while (next < 1100) {
+        next++;
+        await request(floodApp).get(`${P}/bars?limit=flood`).set(bearer(apiKey)).expect(400);
+        peak = Math.max(peak, flood.pending);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    expect(peak).toBe(1000);
+    await flood.close();
+    const { rows } = await db.owner.query('select count(*)::int as n from admin.request_log where api_key_id = $1', [
+      keyId,
+    ]);
+    expect(rows[0].n).toBe(1000);
+  }, 60_000);
+
   test('429s: only the first of each key and minute is kept', async () => {
     const plan = await createPlan(db.owner, 2);
     const { apiKey } = await issueKey(db.owner, { plan });
@@ -324,6 +357,17 @@ describe('api.record_requests: bounds across batches (and instances)', () => {
     expect(await store(anon)).toBe(1000);
   });
 
+  test('a batch PostgreSQL refuses (not a connection problem) is dropped and counted, not retried forever', async () => {
+    const log = new RequestLog({ pool: db.partnerPool(), logger: silentLogger, flushEveryMs: 60_000 });
+    log.add({ ...entry(null, 401, 'not a time', 1), request_id: 'refused' });
+    await log.flush();
+    expect(log.pending).toBe(0);
+    expect(log.dropped).toBe(1);
+    const m = /partner_request_log_dropped_total\{reason="write_error"[^}]*\} (\d+)/.exec((await metricsText()).body);
+    expect(Number(m?.[1])).toBeGreaterThanOrEqual(1);
+    await log.close();
+  });
+
   test('partitions: a week ahead, whole days dropped after 30 days (pinned clock)', async () => {
     const part = async (now: string) =>
       (await db.owner.query('select private.request_log_maintain($1) as r', [now])).rows[0].r;
@@ -394,7 +438,9 @@ describe('request log buffer with PostgreSQL frozen', () => {
   };
 
   test('adding never waits; what does not fit is dropped and counted; nothing buffered is lost after the thaw', async () => {
-    const log = new RequestLog({ pool, logger: silentLogger, maxBuffer: 50, batchSize: 20, flushEveryMs: 100 });
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const log = new RequestLog({ pool, logger, maxBuffer: 50, batchSize: 20, flushEveryMs: 100 });
     const before = await dropped();
     proxy.freeze();
     const started = process.hrtime.bigint();
@@ -405,6 +451,9 @@ describe('request log buffer with PostgreSQL frozen', () => {
     expect(log.pending).toBe(50);
     expect(log.dropped).toBe(30);
     expect((await dropped()) - before).toBe(30);
+    // logged: the drops (once per 10 s at most) and the failed writes
+    expect(lines.find((l) => /entries dropped/.test(String(l.msg)))).toMatchObject({ reason: 'buffer_full' });
+    expect(lines.some((l) => /write failed; will retry/.test(String(l.msg)))).toBe(true);
     proxy.thaw();
     await log.close();
     expect(log.pending).toBe(0);
@@ -436,6 +485,15 @@ describe('request log buffer with PostgreSQL frozen', () => {
   });
 });
 
+describe('REQUEST_LOG', () => {
+  test('errors by default; all, errors, off (any case); anything else stops the start naming the variable', () => {
+    expect(loadConfig({}).requestLog).toBe('errors');
+    expect(loadConfig({ REQUEST_LOG: 'ALL' }).requestLog).toBe('all');
+    expect(loadConfig({ REQUEST_LOG: 'off' }).requestLog).toBe('off');
+    expect(() => loadConfig({ REQUEST_LOG: 'sometimes' })).toThrow(/^REQUEST_LOG must be all, errors or off/);
+  });
+});
+
 describe('redaction helpers', () => {
   test.each([
     [`/api/v1/partner/bars/${KEY}`, '/api/v1/partner/bars/[REDACTED]'],
@@ -450,6 +508,10 @@ describe('redaction helpers', () => {
     ['/api/v1/partner/bars/1234', '/api/v1/partner/bars/1234'],
   ])('%s', (input, expected) => {
     expect(redactKeys(input)).toBe(expected);
+  });
+
+  test('text PostgreSQL refuses in jsonb (NUL, lone surrogates) is replaced, pairs are kept', () => {
+    expect(storable('a\u0000b\ud800c\udc00d🍺')).toBe('a\ufffdb\ufffdc\ufffdd🍺');
   });
 
   test('messages', () => {

@@ -225,6 +225,12 @@ describe('usage history: three instances sharing Redis and PostgreSQL, one resta
     await flush(a, b, c);
     const res = await history(a.app, key.apiKey, around());
     expect(sorted(byEndpoint(res.body.series))).toEqual(sorted(seen));
+    // the hourly fields of the Redis hash never become daily-usage endpoints
+    const daily = await db.owner.query(`select endpoint from admin.daily_usage where subscriber_id = $1`, [
+      key.subscriberId,
+    ]);
+    expect(daily.rows.length).toBeGreaterThan(0);
+    expect(daily.rows.filter((r) => r.endpoint.startsWith('@'))).toEqual([]);
     // two keys: series per key prefix
     expect(new Set(res.body.series.map((s: Bucket) => s.key_prefix)).size).toBe(2);
     // and in PostgreSQL, per class, the same totals
@@ -278,6 +284,18 @@ describe('usage history: bad input', () => {
     const res = await request(a.app).get(`${HISTORY}?${query}`).set(bearer(apiKey)).expect(400);
     expect(res.body.error).toMatch(message);
     expect(res.body.request_id).toEqual(expect.any(String));
+  });
+
+  test('usage/history and usage/requests count against no bucket: answered when the minute is used up', async () => {
+    await awaitRoomInMinute(10_000);
+    const { apiKey: limited } = await issueKey(db.owner, { plan: await createPlan(db.owner, 1) });
+    await request(a.app).get(`${P}/test_endpoint`).set(bearer(limited)).expect(200);
+    await request(a.app).get(`${P}/test_endpoint`).set(bearer(limited)).expect(429);
+    for (const url of [HISTORY, `${P}/usage/requests`, HISTORY]) {
+      const res = await request(a.app).get(url).set(bearer(limited)).expect(200);
+      expect(res.headers['x-ratelimit-remaining-minute']).toBe('0');
+      expect(res.headers['x-ratelimit-limit-minute']).toBe('1');
+    }
   });
 
   test('exactly 7 days of hours and 400 days of days are allowed; no key is a 401', async () => {

@@ -246,6 +246,7 @@ const OPERATOR_VALID = [
   '{ requestLogSince(since: "2026-11-24T00:00:00Z", first: 10) { totalCount nodes { requestId status path } } }',
   '{ requestLogEntries(requestId: "op-fuzz-1") { nodes { requestId status subscriberId error } } }',
   '{ allRequestLogs(condition: { status: 400 }, first: 3) { nodes { requestId keyPrefix } } }',
+  '{ allApiKeys(first: 3) { nodes { keyPrefix bucketsNow { minute { limit used remaining reset } } } } }',
   'query Q($s: Datetime!, $id: String!) { requestLogSince(since: $s) { totalCount } requestLogEntries(requestId: $id) { totalCount } }',
 ];
 const OPERATOR_VARIABLES: unknown[] = [

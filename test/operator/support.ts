@@ -3,6 +3,7 @@
  * Each test file creates its own database and its own PostGraphile instance.
  */
 import { createLogger } from '../../server/log';
+import type { BucketsSource } from '../../server/operator/buckets';
 import type { QueryLimits } from '../../server/operator/limits';
 import { startOperatorServer, type OperatorServer } from '../../server/operator/server';
 import type { TestDatabase } from '../support/db';
@@ -37,7 +38,12 @@ export async function createOperatorToken(
 
 export async function startOperatorHarness(
   db: TestDatabase,
-  options: { env?: 'production' | 'development' | 'test'; statementTimeoutMs?: number; limits?: QueryLimits } = {},
+  options: {
+    env?: 'production' | 'development' | 'test';
+    statementTimeoutMs?: number;
+    limits?: QueryLimits;
+    buckets?: BucketsSource;
+  } = {},
 ): Promise<OperatorHarness> {
   const server = await startOperatorServer({
     databaseUrl: db.url,
@@ -45,6 +51,7 @@ export async function startOperatorHarness(
     logger: createLogger(process.env.OPERATOR_TEST_LOG ?? 'silent'),
     statementTimeoutMs: options.statementTimeoutMs,
     limits: options.limits,
+    buckets: options.buckets,
   });
   const token = await createOperatorToken(db);
   return {

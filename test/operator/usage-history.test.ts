@@ -7,7 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { issueKey } from '../support/partner';
+import request from 'supertest';
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { awaitRoomInMinute, bearer, createPlan, issueKey, silentLogger, startPartner } from '../support/partner';
+import { OwnRedisServer } from '../support/redis-server';
 import { startOperatorHarness, type OperatorHarness } from './support';
 
 const HOUR = '2026-11-24T10:00:00Z';
@@ -178,6 +181,57 @@ describe('operator GraphQL: hourly usage and the request log', () => {
     } else {
       expect(res.body.errors?.length).toBeGreaterThan(0);
       expect(JSON.stringify(res.body.errors)).not.toMatch(/internal|ECONN|syntax error at/i);
+    }
+  });
+});
+
+describe("operator GraphQL: a key's buckets now (ApiKey.bucketsNow)", () => {
+  let db: TestDatabase;
+  let redisServer: OwnRedisServer;
+  let client: RedisClient;
+  let ops: OperatorHarness;
+  let plain: OperatorHarness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    redisServer = await OwnRedisServer.start();
+    client = createRedisClient(redisServer.url, silentLogger);
+    await redisReadyPromise(client);
+    ops = await startOperatorHarness(db, { buckets: { redis: client, prefix: 'ops-buckets:' } });
+    plain = await startOperatorHarness(db);
+  });
+  afterAll(async () => {
+    await ops?.close();
+    await plain?.close();
+    client?.disconnect();
+    await redisServer?.stop();
+    await db?.drop();
+  });
+
+  const QUERY = `query($key: UUID!) { apiKeyByRowId(rowId: $key) { bucketsNow {
+    minute { limit used remaining reset } day { limit used remaining reset } month { limit used remaining reset } } } }`;
+
+  test('the counts the partner API made in Redis, against the plan, with each window end', async () => {
+    await awaitRoomInMinute(10_000);
+    const partner = await startPartner(db, { redis: client, redisPrefix: 'ops-buckets:' });
+    try {
+      const key = await issueKey(db.owner, { plan: await createPlan(db.owner, 5, null, 1000) });
+      for (let i = 0; i < 3; i++)
+        await request(partner.app).get('/api/v1/partner/test_endpoint').set(bearer(key.apiKey)).expect(200);
+      const res = await ops.gql(QUERY, { key: key.keyId });
+      expect(res.body.errors).toBeUndefined();
+      const b = res.body.data!.apiKeyByRowId.bucketsNow;
+      expect(b.minute).toMatchObject({ limit: 5, used: 3, remaining: 2 });
+      expect(b.day).toMatchObject({ limit: null, used: 0, remaining: null });
+      expect(b.month).toMatchObject({ limit: 1000, used: 3, remaining: 997 });
+      expect(Date.parse(b.minute.reset) % 60_000).toBe(0);
+      expect(Date.parse(b.minute.reset)).toBeGreaterThan(Date.now() - 1000);
+      // without shared counters: null, not an error
+      const none = await plain.gql(QUERY, { key: key.keyId });
+      expect(none.body.errors).toBeUndefined();
+      expect(none.body.data!.apiKeyByRowId.bucketsNow).toBeNull();
+    } finally {
+      await partner.close();
     }
   });
 });

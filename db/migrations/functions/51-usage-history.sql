@@ -34,6 +34,7 @@ as $$
     insert into admin.hourly_usage_shared as s
            (hour, api_key_id, endpoint, status_2xx, status_3xx, status_4xx, status_5xx, rate_limited)
     select m.hour, p_key, m.endpoint, m.s2, m.s3, m.s4, m.s5, m.rl from merged m
+     where m.d2 <> 0 or m.d3 <> 0 or m.d4 <> 0 or m.d5 <> 0 or m.drl <> 0 -- only the hours that changed
     on conflict (hour, api_key_id, endpoint) do update
       set status_2xx = excluded.status_2xx, status_3xx = excluded.status_3xx, status_4xx = excluded.status_4xx,
           status_5xx = excluded.status_5xx, rate_limited = excluded.rate_limited
@@ -273,15 +274,15 @@ declare
   v_today date := (p_now at time zone 'UTC')::date;
   v_day date;
   v_name text;
-  v_created text[] := '{}';
-  v_dropped text[] := '{}';
+  v_created text[] := '{}'::text[];
+  v_dropped text[] := '{}'::text[];
 begin
   for v_day in select d::date from generate_series(v_today - 1, v_today + p_ahead, interval '1 day') d loop
     v_name := 'p' || to_char(v_day, 'YYYYMMDD');
     if to_regclass(format('request_log.%I', v_name)) is null then
       execute format('create table request_log.%I partition of admin.request_log for values from (%L) to (%L)',
                      v_name, v_day::timestamp at time zone 'UTC', (v_day + 1)::timestamp at time zone 'UTC');
-      v_created := v_created || v_name;
+      v_created := array_append(v_created, v_name);
     end if;
   end loop;
   for v_name in
@@ -291,7 +292,7 @@ begin
      order by c.relname
   loop
     execute format('drop table request_log.%I', v_name);
-    v_dropped := v_dropped || v_name;
+    v_dropped := array_append(v_dropped, v_name);
   end loop;
   delete from private.request_log_minutes m where m.minute < p_now - interval '10 minutes';
   return json_build_object('created', v_created, 'dropped', v_dropped);
