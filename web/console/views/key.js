@@ -8,6 +8,7 @@ import { LogTable } from './log.js';
 const KEY = `query($id: UUID!, $since: Datetime!, $today: Date!, $month: Date!) {
   apiKeyByRowId(rowId: $id) {
     rowId keyPrefix status createdAt lastUsedAt revokedAt
+    bucketsNow { minute { ...B } day { ...B } month { ...B } }
     subscriberBySubscriberId { rowId name planByPlanId { name perMinute perDay perMonth } }
     usageAlertsByApiKeyId(first: 20, orderBy: CREATED_AT_DESC) { nodes { createdAt level bucket used limit } }
   }
@@ -16,7 +17,8 @@ const KEY = `query($id: UUID!, $since: Datetime!, $today: Date!, $month: Date!) 
   }
   today: dailyUsageSince(since: $today, condition: { apiKeyId: $id }) { aggregates { sum { requests rateLimited } } }
   month: dailyUsageSince(since: $month, condition: { apiKeyId: $id }) { aggregates { sum { requests rateLimited } } }
-}`;
+}
+fragment B on KeyBucketNow { limit used remaining reset }`;
 
 const HOUR = 3600_000;
 const limit = (n) => (n === null || n === undefined ? 'unlimited' : fmtNumber(n));
@@ -60,20 +62,32 @@ export function KeyView({ gql, id }) {
     </p>
     <section>
       <h3>Buckets (plan ${plan.name})</h3>
-      <div class="cards">
-        <div class="card">
-          <div class="value">${limit(plan.perMinute)}</div>
-          a minute (the count is live in the limiter only)
-        </div>
-        <div class="card">
-          <div class="value">${fmtNumber(today.requests)} / ${limit(plan.perDay)}</div>
-          today (UTC), ${fmtNumber(today.rateLimited)} refused
-        </div>
-        <div class="card">
-          <div class="value">${fmtNumber(month.requests)} / ${limit(plan.perMonth)}</div>
-          this month, ${fmtNumber(month.rateLimited)} refused
-        </div>
-      </div>
+      ${
+        k.bucketsNow
+          ? html`<div class="cards">
+              ${['minute', 'day', 'month'].map((b) => {
+                const x = k.bucketsNow[b];
+                return html`<div class="card">
+                  <div class="value">${fmtNumber(x.used)} / ${limit(x.limit)}</div>
+                  this ${b} · resets ${fmtTime(x.reset)}
+                </div>`;
+              })}
+            </div>`
+          : html`<div class="cards">
+              <div class="card">
+                <div class="value">${limit(plan.perMinute)}</div>
+                a minute (no shared counters here: the count is per server)
+              </div>
+              <div class="card">
+                <div class="value">${fmtNumber(today.requests)} / ${limit(plan.perDay)}</div>
+                today (UTC), ${fmtNumber(today.rateLimited)} refused
+              </div>
+              <div class="card">
+                <div class="value">${fmtNumber(month.requests)} / ${limit(plan.perMonth)}</div>
+                this month, ${fmtNumber(month.rateLimited)} refused
+              </div>
+            </div>`
+      }
     </section>
     <div class="row" role="group" aria-label="Period">
       <button aria-pressed=${days === 1} onClick=${() => setDays(1)}>Last 24 hours</button>
