@@ -287,6 +287,8 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
       queryTimeoutMs: config.pgQueryDeadlineMs,
     },
     logger,
+    {},
+    { maxLagMs: config.databaseReadMaxLagMs }, // a replica further behind is skipped (measured every second)
   );
   if (reads !== pool) cleanups.push({ name: 'read replica pools', run: () => reads.end() });
   const guard = await createPartnerGuard({
