@@ -53,6 +53,7 @@ describe('configuration checked before listening', () => {
     [{ NODE_ENV: 'development', TLS_CERT_FILE: '/nonexistent.pem', TLS_KEY_FILE: '/nonexistent.key' }, /TLS_CERT_FILE/],
     [{ NODE_ENV: 'development', PG_POOL_MAX: 'many' }, /^error: PG_POOL_MAX must be/],
     [{ NODE_ENV: 'development', DATABASE_READ_MAX_LAG_MS: '5s' }, /^error: DATABASE_READ_MAX_LAG_MS must be/],
+    [{ NODE_ENV: 'development', SMTP_TIMEOUT_MS: '0' }, /^error: SMTP_TIMEOUT_MS must be/],
   ])('%j: one line naming the variable, exit 1, nothing served', async (env, line) => {
     const { code, stdout, stderr } = await run({ DATABASE_URL: db.url, ...env });
     expect(code).toBe(1);
