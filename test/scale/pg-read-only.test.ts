@@ -19,7 +19,7 @@ if (missing) process.stdout.write(`[tests] read-only primary test SKIPPED: ${mis
 const describeWithPg = missing ? describe.skip : describe;
 
 const DB = 'bars';
-const READ_ONLY_MS = 7000;
+const READ_ONLY_MS = 6000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describeWithPg('a primary that refuses writes for some seconds, under load', () => {

@@ -123,9 +123,10 @@ describeWithPg('PostgreSQL connection slots exhausted by another client', () => 
     const recoveredMs = Date.now() - freedAt;
     expect(status).toBe(200);
     expect(recoveredMs).toBeLessThan(2000);
+    const warnings = [...new Set(server!.logs.filter((l) => Number(l.level) >= 40).map((l) => String(l.msg)))];
     process.stdout.write(
       `[pg-slots] ${hogged} slots held by another client: 20 x 503 + Retry-After, slowest ${slowest} ms; ` +
-        `first 200 ${recoveredMs} ms after they were freed\n`,
+        `first 200 ${recoveredMs} ms after they were freed; log (warn+): ${JSON.stringify(warnings)}\n`,
     );
   }, 60_000);
 });
