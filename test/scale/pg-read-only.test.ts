@@ -66,7 +66,7 @@ describeWithPg('a primary that refuses writes for some seconds, under load', () 
       }
     };
     const clients = Array.from({ length: 4 }, client);
-    let during = 0;
+    let during: number;
     try {
       await sleep(1000);
       await pg15.server.query('alter system set default_transaction_read_only = on');

@@ -61,8 +61,8 @@ describe('Redis out of memory for some seconds, under load', () => {
       }
     };
     const clients = Array.from({ length: 4 }, client);
-    let during: { status: number; ms: number }[] = [];
-    let refused = '';
+    let during: { status: number; ms: number }[];
+    let refused: string;
     try {
       await sleep(1000);
       await redis.config('SET', 'maxmemory-policy', 'noeviction');
