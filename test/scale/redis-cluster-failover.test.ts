@@ -64,8 +64,8 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
     const slot = Number(await cluster.cli(cluster.ports[0]!, 'cluster', 'keyslot', `{${load.keyId}}`));
     const victim = await cluster.masterOf(slot, cluster.ports[0]!);
     const survivor = cluster.ports.find((p) => p !== victim)!;
-    let during = 0;
-    let promotedMs = 0;
+    let during: number;
+    let promotedMs: number;
     try {
       await sleep(1000);
       const from = statuses.length;
