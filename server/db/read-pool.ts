@@ -238,11 +238,6 @@ export class ReadRoutingPool extends pg.Pool {
     r.lagging = lagging;
   }
 
-  /** Replay lag of each replica at the last measurement (ms; undefined before the first). */
-  lags(): Record<string, number | undefined> {
-    return Object.fromEntries(this.replicas.map((r) => [r.label, r.lagMs]));
-  }
-
   /** Replicas to try now, starting with the next in turn. */
   private candidates(): Replica[] {
     const now = Date.now();
