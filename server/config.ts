@@ -26,6 +26,8 @@ export interface Config {
   redisProbeMs: number;
   /** DATABASE_READ_URLS: streaming replicas for partner endpoint queries (empty: the primary serves them). */
   databaseReadUrls: string[];
+  /** DATABASE_READ_MAX_LAG_MS (default 5000): a replica whose replay lag exceeds it is skipped until it catches up. */
+  databaseReadMaxLagMs: number;
   /** Client-side query deadline (PG_QUERY_DEADLINE_MS, default PG_STATEMENT_TIMEOUT_MS + 1000): a frozen server → 503. */
   pgQueryDeadlineMs: number;
   pgPoolMax: number;
@@ -57,6 +59,16 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+/** An integer from `min` to `max` (ms), else an error naming the variable. */
+function ms(name: string, fallback: number, min: number, max: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be a whole number of milliseconds from ${min} to ${max}, got "${raw}"`);
   return n;
 }
 
@@ -126,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisBudgetMs: int('REDIS_BUDGET_MS', 50, env) || 50,
     redisProbeMs: int('REDIS_PROBE_MS', 1000, env) || 1000,
     databaseReadUrls: list(env.DATABASE_READ_URLS),
+    databaseReadMaxLagMs: ms('DATABASE_READ_MAX_LAG_MS', 5000, 100, 3_600_000, env),
     pgQueryDeadlineMs: int('PG_QUERY_DEADLINE_MS', int('PG_STATEMENT_TIMEOUT_MS', 10000, env) + 1000, env),
     pgPoolMax: int('PG_POOL_MAX', 10, env),
     pgStatementTimeoutMs: int('PG_STATEMENT_TIMEOUT_MS', 10000, env),

@@ -251,6 +251,9 @@ async function main(): Promise<void> {
         logger,
         tasks: (pool) => ({ ...email.tasks(pool), ...maintenanceTasks(pool) }),
         crontab: maintenanceCrontab,
+        // On SIGTERM a webhook request or e-mail attempt still running after this is abandoned
+        // (retried later), so the shutdown ends in time whatever a receiver or mail server does.
+        abortAfterMs: Math.min(5000, Math.floor(config.shutdownTimeoutMs * 0.2)),
       });
     } catch (e) {
       await runCleanups(undefined);
@@ -298,6 +301,8 @@ async function servePartner(config: Config, dbUrl: string, logger: Logger): Prom
       queryTimeoutMs: config.pgQueryDeadlineMs,
     },
     logger,
+    {},
+    { maxLagMs: config.databaseReadMaxLagMs }, // a replica further behind is skipped (measured every second)
   );
   if (reads !== pool) cleanups.push({ name: 'read replica pools', run: () => reads.end() });
   const guard = await createPartnerGuard({

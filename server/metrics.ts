@@ -97,6 +97,15 @@ export const emailsFailed = new Counter({
   registers: [registry],
 });
 
+/** Each read replica's replay lag, by replica (replica:<n>): how many seconds of the primary's changes it may lack. */
+export const dbReplicaLag = new Gauge({
+  name: 'partner_db_replica_lag_seconds',
+  help: 'Read replica replay lag in seconds (changes on the primary it may not have yet), by replica; over DATABASE_READ_MAX_LAG_MS it is skipped',
+  labelNames: ['replica'] as const,
+  registers: [registry],
+  aggregator: 'max', // WEB_CONCURRENCY > 1: every worker measures the same replica
+});
+
 interface PoolLike {
   totalCount: number;
   idleCount: number;

@@ -12,10 +12,27 @@
  *
  * Credentials, usage, alerts, webhooks and LISTEN never come here: they use
  * the primary pool (`primary`), so a revocation is never undone by replica lag.
+ *
+ * Replay lag (DATABASE_READ_MAX_LAG_MS, default 5000): a replica may lack the
+ * primary's recent changes (replay paused, a long conflicting query, a slow
+ * disk, its WAL receiver cut off). Every `intervalMs` (1 s) the primary's WAL
+ * position (`pg_current_wal_lsn()`) is sampled, then each replica's replay
+ * position: a replica that has replayed a sample's position has every change
+ * committed before that sample was taken, so it is "fresh as of" the latest
+ * such sample. A replica whose freshness is older than the bound at the time
+ * of a query is skipped (the next replica or the primary serves) until a
+ * later measurement finds it caught up. The bound holds between measurements
+ * too (freshness only ages), and an idle primary (no writes, an old
+ * pg_last_xact_replay_timestamp) does not count as lag: the positions are
+ * equal. Two small queries per interval, none per request. When the primary
+ * cannot be sampled, the replica's own view serves: no lag when everything it
+ * received is replayed, else the age of its last replayed transaction. A
+ * server that is not in recovery (a promoted replica, or the primary itself)
+ * counts as current.
  */
 import pg from 'pg';
 import type { Logger } from '../log';
-import { trackPool, untrackPool } from '../metrics';
+import { dbReplicaLag, trackPool, untrackPool } from '../metrics';
 import { guardPool, type PgBreakerOptions } from './pg-breaker';
 import { createPool, type PoolOptions } from './pools';
 
@@ -28,10 +45,36 @@ export interface ReadinessLike {
 
 interface Replica {
   name: string;
+  /** replica:<n>, the label of its metrics. */
+  label: string;
   pool: pg.Pool;
   downUntil: number;
   backoffMs: number;
+  /** Every change committed on the primary before this time (ms) has been replayed (0: not measured yet). */
+  freshAsOf: number;
+  /** Lag at the last measurement (ms); undefined before the first. */
+  lagMs: number | undefined;
+  /** Over the bound at the last measurement (logged once per change). */
+  lagging: boolean;
+  measuring: boolean;
 }
+
+export interface ReplicaLagOptions {
+  /** A replica whose replay lag exceeds this (ms) is skipped until it catches up (default 5000). */
+  maxLagMs?: number;
+  /** How often the lag is measured (default 1000 ms, at most a quarter of maxLagMs). */
+  intervalMs?: number;
+}
+
+/** A pg_lsn ('16/B374D848') as a number of bytes. */
+export function parseLsn(lsn: string): bigint {
+  const [hi, lo] = lsn.split('/');
+  return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
+}
+
+const REPLICA_POSITION_SQL = `select pg_is_in_recovery() as standby, pg_last_wal_replay_lsn()::text as replayed,
+  coalesce(pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn(), false) as all_replayed,
+  extract(epoch from now() - pg_last_xact_replay_timestamp()) * 1000 as since_replay_ms`;
 
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 30_000;
@@ -65,6 +108,12 @@ function describe(url: string): string {
 export class ReadRoutingPool extends pg.Pool {
   private readonly replicas: Replica[];
   private next = 0;
+  readonly maxLagMs: number;
+  private readonly lagIntervalMs: number;
+  /** The primary's WAL position over time (oldest first), kept while a replica may still need it. */
+  private samples: { at: number; lsn: bigint }[] = [];
+  private lagTimer: NodeJS.Timeout | undefined;
+  private lagStopped = false;
 
   constructor(
     readonly primary: pg.Pool,
@@ -72,16 +121,121 @@ export class ReadRoutingPool extends pg.Pool {
     options: PoolOptions,
     private readonly logger: Logger,
     breaker: Pick<PgBreakerOptions, 'silenceMs' | 'probeMs'> = {},
+    lag: ReplicaLagOptions = {},
   ) {
     super({ max: 1 }); // never used: every call is routed
+    this.maxLagMs = lag.maxLagMs ?? 5000;
+    this.lagIntervalMs = lag.intervalMs ?? Math.max(50, Math.min(1000, Math.floor(this.maxLagMs / 4)));
     this.replicas = readUrls.map((url, i) => {
       const name = `replica:${i + 1}`;
       const pool = createPool(url, { ...options, applicationName: `${options.applicationName}-read` });
       trackPool(name, pool);
       // A frozen replica: its waiting queries fail over to the next one or the primary within ~2 s.
       guardPool(pool, { probeUrl: url, name, logger, ...breaker });
-      return { name: `${name} ${describe(url)}`, pool, downUntil: 0, backoffMs: MIN_BACKOFF_MS };
+      return {
+        name: `${name} ${describe(url)}`,
+        label: name,
+        pool,
+        downUntil: 0,
+        backoffMs: MIN_BACKOFF_MS,
+        freshAsOf: 0,
+        lagMs: undefined,
+        lagging: false,
+        measuring: false,
+      };
     });
+    if (this.replicas.length) void this.measureLag();
+  }
+
+  /**
+   * One tick: samples the primary's position, starts a measurement of each replica (one at a
+   * time per replica: a frozen one does not hold the others back) and schedules the next tick.
+   */
+  private async measureLag(): Promise<void> {
+    const at = Date.now();
+    let sampled = false;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const { rows } = await Promise.race([
+        this.primary.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn'),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer')), this.lagIntervalMs);
+        }),
+      ]);
+      this.samples.push({ at, lsn: parseLsn(rows[0]!.lsn) });
+      sampled = true;
+    } catch {
+      /* the primary is down or frozen: the replicas' own view serves (measureReplica) */
+    } finally {
+      clearTimeout(timer);
+    }
+    if (this.lagStopped) return;
+    for (const r of this.replicas) {
+      if (!r.measuring) void this.measureReplica(r, sampled ? at : undefined).then(() => this.judgeLag(r, Date.now()));
+      else this.judgeLag(r, Date.now()); // still waiting for its answer: its lag grows
+    }
+    // Samples older than the freshest one every replica has replayed are never needed again.
+    const oldestNeeded = Math.min(...this.replicas.map((r) => r.freshAsOf));
+    let drop = 0;
+    while (drop < this.samples.length - 1 && this.samples[drop + 1]!.at <= oldestNeeded) drop++;
+    if (drop) this.samples = this.samples.slice(drop);
+    if (this.samples.length > 10_000) this.samples = this.samples.slice(-10_000);
+    this.lagTimer = setTimeout(() => void this.measureLag(), Math.max(0, this.lagIntervalMs - (Date.now() - at)));
+    this.lagTimer.unref();
+  }
+
+  private async measureReplica(r: Replica, sampledAt: number | undefined): Promise<void> {
+    r.measuring = true;
+    const started = Date.now();
+    try {
+      const { rows } = await r.pool.query<{
+        standby: boolean;
+        replayed: string | null;
+        all_replayed: boolean;
+        since_replay_ms: number | null;
+      }>(REPLICA_POSITION_SQL);
+      const row = rows[0]!;
+      if (!row.standby) {
+        r.freshAsOf = Math.max(r.freshAsOf, started); // not a replica (promoted, or the primary itself): current
+      } else if (sampledAt !== undefined && row.replayed) {
+        const replayed = parseLsn(row.replayed);
+        for (let i = this.samples.length - 1; i >= 0; i--) {
+          const s = this.samples[i]!;
+          if (s.lsn <= replayed) {
+            r.freshAsOf = Math.max(r.freshAsOf, s.at);
+            break;
+          }
+        }
+      } else if (row.all_replayed) {
+        r.freshAsOf = Math.max(r.freshAsOf, started);
+      } else if (row.since_replay_ms !== null) {
+        r.freshAsOf = Math.max(r.freshAsOf, started - Number(row.since_replay_ms));
+      }
+    } catch {
+      /* unreachable or frozen: its freshness ages (and queries skip it through the backoff or the breaker) */
+    } finally {
+      r.measuring = false;
+    }
+  }
+
+  /** Updates the gauge and logs a replica crossing the bound either way. */
+  private judgeLag(r: Replica, now: number): void {
+    if (this.lagStopped) return;
+    r.lagMs = r.freshAsOf ? Math.max(0, now - r.freshAsOf) : undefined;
+    if (r.lagMs !== undefined) dbReplicaLag.set({ replica: r.label }, r.lagMs / 1000);
+    if (r.lagMs === undefined) return; // not measured yet (skipped until it is)
+    const lagging = r.lagMs > this.maxLagMs;
+    if (lagging && !r.lagging)
+      this.logger.warn(
+        { replica: r.name, lagMs: r.lagMs, maxLagMs: this.maxLagMs },
+        'read replica lagging; skipped until it catches up',
+      );
+    else if (!lagging && r.lagging)
+      this.logger.info(
+        { replica: r.name, lagMs: r.lagMs, maxLagMs: this.maxLagMs },
+        'read replica caught up; serving again',
+      );
+    r.lagging = lagging;
   }
 
   /** Replicas to try now, starting with the next in turn. */
@@ -93,7 +247,8 @@ export class ReadRoutingPool extends pg.Pool {
     const out: Replica[] = [];
     for (let i = 0; i < n; i++) {
       const r = this.replicas[(start + i) % n]!;
-      if (r.downUntil <= now) out.push(r);
+      // Skipped while down (backoff), or while its data may be older than the lag bound.
+      if (r.downUntil <= now && now - r.freshAsOf <= this.maxLagMs) out.push(r);
     }
     return out;
   }
@@ -172,9 +327,12 @@ export class ReadRoutingPool extends pg.Pool {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override async end(): Promise<any> {
+    this.lagStopped = true;
+    clearTimeout(this.lagTimer);
     await Promise.all(
       this.replicas.map((r) => {
-        untrackPool(r.name.split(' ')[0]!);
+        untrackPool(r.label);
+        dbReplicaLag.remove({ replica: r.label });
         return r.pool.end().catch(() => undefined);
       }),
     );
@@ -189,6 +347,7 @@ export function createReadPool(
   options: PoolOptions,
   logger: Logger,
   breaker: Pick<PgBreakerOptions, 'silenceMs' | 'probeMs'> = {},
+  lag: ReplicaLagOptions = {},
 ): ReadRoutingPool | pg.Pool {
-  return readUrls.length ? new ReadRoutingPool(primary, readUrls, options, logger, breaker) : primary;
+  return readUrls.length ? new ReadRoutingPool(primary, readUrls, options, logger, breaker, lag) : primary;
 }

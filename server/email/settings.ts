@@ -5,6 +5,8 @@
  * - PUBLIC_BASE_URL: the partner API's public https origin; unsubscribe links live under it
  * - EMAIL_LINK_KEY: 32 bytes (base64 or 64 hex digits) signing unsubscribe tokens
  * - EMAIL_OUTBOX_DIR: where .eml files go without SMTP_URL (default .data/outbox)
+ * - SMTP_TIMEOUT_MS: connecting and the server's greeting each get this long
+ *   (default 10000); a silent connection 3x as long; a whole attempt 3x as long
  * Production needs the first four (productionGaps lists what is missing); in
  * development a fixed derived link key and http://localhost:PORT are used.
  */
@@ -17,6 +19,8 @@ export interface EmailConfig {
   publicBaseUrl: string;
   outboxDir: string;
   linkKey: Buffer;
+  /** SMTP_TIMEOUT_MS (default 10000): bounds every SMTP attempt (server/email/transport.ts smtpTimeouts). */
+  smtpTimeoutMs?: number;
   /** Production settings that are missing (empty outside production or when complete). */
   missing: string[];
 }
@@ -27,6 +31,16 @@ export function parseLinkKey(value: string): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
   if (key.length !== 32) throw new Error('EMAIL_LINK_KEY must be 32 bytes (base64 or 64 hex digits)');
   return key;
+}
+
+export const DEFAULT_SMTP_TIMEOUT_MS = 10_000;
+
+function smtpTimeout(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return DEFAULT_SMTP_TIMEOUT_MS;
+  const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < 100 || n > 600_000)
+    throw new Error(`SMTP_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, got "${raw}"`);
+  return n;
 }
 
 export function emailConfig(env: NodeJS.ProcessEnv, production: boolean, root: string, port: number): EmailConfig {
@@ -59,6 +73,7 @@ export function emailConfig(env: NodeJS.ProcessEnv, production: boolean, root: s
     linkKey: env.EMAIL_LINK_KEY
       ? parseLinkKey(env.EMAIL_LINK_KEY)
       : createHash('sha256').update('partner-bar-api development e-mail link key').digest(),
+    smtpTimeoutMs: smtpTimeout(env.SMTP_TIMEOUT_MS),
     missing,
   };
 }

@@ -10,6 +10,11 @@
  * - anything else (4xx such as 421, connection refused, timeouts, a lost
  *   connection): retried with graphile-worker's exponential backoff until 24 h
  *   after the e-mail was due, then failed.
+ * Every attempt is bounded (mailer.attemptTimeoutMs; a silent server costs
+ * SMTP_TIMEOUT_MS). When the runner stops (SIGTERM), an attempt still running
+ * after its grace (graphile-worker's abort signal) is abandoned: its connection
+ * closed before the message was accepted, recorded as a temporary failure and
+ * retried later; an attempt the server already accepted is recorded sent.
  * The Message-ID is the delivery id, the same on every attempt.
  */
 import type { Pool } from 'pg';
@@ -112,23 +117,39 @@ export function emailSendTask(options: EmailTaskOptions): Task {
       },
       { unsubscribeUrl: unsubscribe, usageUrl: `${config.publicBaseUrl}${USAGE_PATH}` },
     );
+    const attempt = AbortSignal.any([helpers.abortSignal, AbortSignal.timeout(mailer.attemptTimeoutMs)]);
     try {
-      const result = await mailer.send({
-        to: d.email,
-        ...rendered,
-        messageId: `<${d.id}@${messageIdDomain(config.mailFrom)}>`,
-        headers: {
-          'List-Unsubscribe': `<${unsubscribe}>`,
-          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-          'Auto-Submitted': 'auto-generated',
-          'X-Bar-Data-Alert': `${d.bucket}; ${d.level}; ${d.alert_count}`,
+      const result = await mailer.send(
+        {
+          to: d.email,
+          ...rendered,
+          messageId: `<${d.id}@${messageIdDomain(config.mailFrom)}>`,
+          headers: {
+            'List-Unsubscribe': `<${unsubscribe}>`,
+            'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+            'Auto-Submitted': 'auto-generated',
+            'X-Bar-Data-Alert': `${d.bucket}; ${d.level}; ${d.alert_count}`,
+          },
         },
-      });
+        attempt,
+      );
       await record('sent', 250, result.response.slice(0, 500));
       emailsSent.inc();
     } catch (e) {
       const err = e as SmtpError;
-      const message = (err.message ?? String(e)).slice(0, 500);
+      if (err.code === 'EABORT' && helpers.abortSignal.aborted) {
+        // The server is shutting down: nothing was accepted; the job is retried later (by any instance).
+        const message = 'abandoned: the server was shutting down; retried later';
+        await record('retry', null, message);
+        emailsFailed.inc({ reason: 'abandoned' });
+        logger?.warn({ deliveryId: d.id }, 'e-mail attempt abandoned by the shutdown; retried later');
+        throw new Error(`e-mail ${d.id}: ${message}`, { cause: e });
+      }
+      const message = (
+        err.code === 'EABORT'
+          ? `no answer from the SMTP server within ${mailer.attemptTimeoutMs} ms`
+          : (err.message ?? String(e))
+      ).slice(0, 500);
       const code = err.responseCode ?? null;
       if (isBounce(err)) {
         await record('bounce', code, message);

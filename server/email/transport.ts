@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Logger } from '../log';
-import type { EmailConfig } from './settings';
+import { DEFAULT_SMTP_TIMEOUT_MS, type EmailConfig } from './settings';
 
 export interface OutgoingEmail {
   to: string;
@@ -27,24 +27,39 @@ export interface SendResult {
 
 export interface Mailer {
   readonly kind: 'smtp' | 'outbox';
-  send(email: OutgoingEmail): Promise<SendResult>;
+  /** `signal` abandons the attempt (nodemailer closes its connection): error name AbortError, code EABORT. */
+  send(email: OutgoingEmail, signal?: AbortSignal): Promise<SendResult>;
   close(): void;
+  /** The longest one attempt may take (the task aborts it then). */
+  readonly attemptTimeoutMs: number;
 }
 
-export const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+/**
+ * SMTP_TIMEOUT_MS (t, default 10 s): connecting and the greeting t each, a connection silent for
+ * 3t, and the whole attempt at most 3t (a server that trickles its replies defeats the socket
+ * timeout; the task's abort signal does not). A tarpit (accepts, never answers) costs t.
+ */
+export function smtpTimeouts(t = DEFAULT_SMTP_TIMEOUT_MS) {
+  return { connectionTimeout: t, greetingTimeout: t, socketTimeout: 3 * t, attemptTimeoutMs: 3 * t };
+}
 
-export function createMailer(config: Pick<EmailConfig, 'smtpUrl' | 'mailFrom' | 'outboxDir'>, logger?: Logger): Mailer {
+export function createMailer(
+  config: Pick<EmailConfig, 'smtpUrl' | 'mailFrom' | 'outboxDir' | 'smtpTimeoutMs'>,
+  logger?: Logger,
+): Mailer {
+  const { attemptTimeoutMs, ...timeouts } = smtpTimeouts(config.smtpTimeoutMs);
   if (config.smtpUrl) {
     const transport = nodemailer.createTransport({
       pool: true,
       url: config.smtpUrl,
       maxConnections: 2,
-      ...SMTP_TIMEOUTS,
+      ...timeouts,
     });
     return {
       kind: 'smtp',
-      async send(email) {
-        const info = await transport.sendMail({ from: config.mailFrom, ...email });
+      attemptTimeoutMs,
+      async send(email, signal) {
+        const info = await transport.sendMail({ from: config.mailFrom, ...email, ...(signal ? { signal } : {}) });
         return { messageId: info.messageId, response: info.response };
       },
       close: () => transport.close(),
@@ -53,6 +68,7 @@ export function createMailer(config: Pick<EmailConfig, 'smtpUrl' | 'mailFrom' | 
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     kind: 'outbox',
+    attemptTimeoutMs,
     async send(email) {
       const info = await transport.sendMail({ from: config.mailFrom, ...email });
       await mkdir(config.outboxDir, { recursive: true });

@@ -26,6 +26,8 @@ export async function attemptDelivery(
   body: string,
   rules: UrlRules,
   timeoutMs = DELIVERY_TIMEOUT_MS,
+  /** Abandons the attempt (the server is shutting down): the request is destroyed, a failure. */
+  signal?: AbortSignal,
 ): Promise<AttemptResult> {
   const started = Date.now();
   const done = (status: number | null, error: string | null): AttemptResult => ({
@@ -73,7 +75,13 @@ export async function attemptDelivery(
     timer.unref();
     req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     req.on('error', (e) => resolve(done(null, e.message)));
-    req.on('close', () => clearTimeout(timer));
+    const abandon = () => req.destroy(new Error('abandoned: the server was shutting down; retried later'));
+    if (signal?.aborted) abandon();
+    else signal?.addEventListener('abort', abandon, { once: true });
+    req.on('close', () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', abandon);
+    });
     req.end(body);
   });
 }

@@ -27,6 +27,12 @@ export interface WebhookRunnerOptions {
   tasks?: (pool: pg.Pool) => TaskList;
   /** graphile-worker crontab lines for those tasks (e.g. server/maintenance). */
   crontab?: string;
+  /**
+   * stop(): jobs still running this long after it began are abandoned (graphile-worker's abort
+   * signal: a webhook request or an e-mail attempt is cut off, recorded as a temporary failure
+   * and retried later), so that stop() ends within about this plus a few ms. Default 5000.
+   */
+  abortAfterMs?: number;
 }
 
 export async function startWebhookRunner(options: WebhookRunnerOptions): Promise<WebhookRunner> {
@@ -46,6 +52,12 @@ export async function startWebhookRunner(options: WebhookRunnerOptions): Promise
       concurrency: options.concurrency ?? 4,
       pollInterval: options.pollInterval ?? 2000,
       noHandleSignals: true,
+      gracefulShutdownAbortTimeout: options.abortAfterMs ?? 5000,
+      // Completions and failures through graphile-worker's batcher (delay 0: written at once), because
+      // stop() waits for the batcher: unbatched, a job that ended during stop() was marked done or failed
+      // by a query nobody awaited, cut off by pool.end() below, and the job (and its named queue) stayed
+      // locked for 4 hours.
+      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
       logger,
       ...(options.crontab ? { crontab: options.crontab } : {}),
       taskList: { webhook_deliver: deliverTask(pool, settings, options.timeoutMs), ...options.tasks?.(pool) },

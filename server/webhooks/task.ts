@@ -64,6 +64,7 @@ export function deliverTask(pool: Pool, settings: WebhookSettings, timeoutMs?: n
       body,
       settings,
       timeoutMs,
+      helpers.abortSignal, // the runner is stopping: abandoned, retried later
     );
     const final = !result.ok && helpers.job.attempts >= helpers.job.max_attempts;
     await record(result.ok, result.status, result.error, final);

@@ -48,6 +48,8 @@ export class PgServer {
   constructor(
     readonly dataDir: string,
     readonly port: number,
+    /** More server settings, e.g. '-c max_connections=20'. */
+    readonly extraOptions = '',
   ) {}
 
   url(database = 'postgres'): string {
@@ -61,7 +63,7 @@ export class PgServer {
       '-l',
       path.join(this.dataDir, 'server.log'),
       '-o',
-      `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dataDir} -c fsync=off -c full_page_writes=off -c wal_sender_timeout=2s`,
+      `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dataDir} -c fsync=off -c full_page_writes=off -c wal_sender_timeout=2s ${this.extraOptions}`.trim(),
       '-w',
       '-t',
       '30',
@@ -149,6 +151,36 @@ export async function startReplicatedPair(prepare: (primary: PgServer) => Promis
     };
     await caughtUp(20_000);
     return { primary, replica, root, caughtUp, destroy };
+  } catch (e) {
+    await destroy();
+    throw e;
+  }
+}
+
+export interface StandalonePg {
+  server: PgServer;
+  destroy(): Promise<void>;
+}
+
+/** One PostgreSQL server of the test's own (no replica), with extra settings; `prepare` runs once it is up. */
+export async function startStandalonePg(
+  prepare: (server: PgServer) => Promise<void>,
+  extraOptions = '',
+): Promise<StandalonePg> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pbapi-pg-'));
+  fs.chmodSync(root, 0o755);
+  const user = asUser();
+  if (user.uid !== undefined) fs.chownSync(root, user.uid, user.gid!);
+  const server = new PgServer(path.join(root, 'data'), await freePort(), extraOptions);
+  const destroy = async () => {
+    await server.stop();
+    fs.rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    await run('initdb', ['-D', server.dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+    await server.start();
+    await prepare(server);
+    return { server, destroy };
   } catch (e) {
     await destroy();
     throw e;

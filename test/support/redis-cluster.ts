@@ -1,5 +1,5 @@
 /**
- * A throwaway 3-node Redis Cluster of the test's own (masters only), on free
+ * A throwaway Redis Cluster of the test's own (3 masters, and optionally a replica each), on free
  * loopback ports (and their cluster-bus ports, +10000) under a temp dir:
  * `redis-server --cluster-enabled yes` ×3 + `redis-cli --cluster create`.
  */
@@ -51,7 +51,7 @@ export class OwnRedisCluster {
     return this.ports.map((p) => `127.0.0.1:${p}`);
   }
 
-  static async start(size = 3): Promise<OwnRedisCluster> {
+  static async start(size = 3, replicasPerMaster = 0): Promise<OwnRedisCluster> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pbapi-redis-cluster-'));
     const cluster = new OwnRedisCluster(await clusterPorts(size), dir);
     try {
@@ -88,7 +88,14 @@ export class OwnRedisCluster {
           await new Promise((r) => setTimeout(r, 50));
         }
       }
-      await cli(['--cluster', 'create', ...cluster.nodes, '--cluster-replicas', '0', '--cluster-yes']);
+      await cli([
+        '--cluster',
+        'create',
+        ...cluster.nodes,
+        '--cluster-replicas',
+        String(replicasPerMaster),
+        '--cluster-yes',
+      ]);
       for (const port of cluster.ports) {
         for (let i = 0; ; i++) {
           if (/cluster_state:ok/.test(await cli(['-p', String(port), 'cluster', 'info']))) break;
@@ -106,6 +113,28 @@ export class OwnRedisCluster {
   /** Runs redis-cli against one node. */
   cli(port: number, ...args: string[]): Promise<string> {
     return cli(['-p', String(port), ...args]);
+  }
+
+  /** The port of the master serving `slot` now, as `port` (a live node) sees it. */
+  async masterOf(slot: number, port: number): Promise<number> {
+    for (const line of (await this.cli(port, 'cluster', 'nodes')).trim().split('\n')) {
+      const [, address, flags, , , , , state, ...ranges] = line.split(' ');
+      if (!/master/.test(flags!) || /fail/.test(flags!) || state !== 'connected') continue;
+      for (const r of ranges) {
+        const [from, to = from] = r.split('-').map(Number);
+        if (slot >= from! && slot <= to!) return Number(/:(\d+)@/.exec(address!)![1]);
+      }
+    }
+    throw new Error(`no master serves slot ${slot}`);
+  }
+
+  /** SIGKILLs one node (a crash) and waits until it is gone. */
+  async kill(port: number): Promise<void> {
+    const child = this.children[this.ports.indexOf(port)];
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
   }
 
   async stop(): Promise<void> {

@@ -63,4 +63,24 @@ describe('one webhook delivery attempt against a local receiver', () => {
     expect(r.error).toMatch(/timeout|socket hang up/);
     expect(r.durationMs).toBeLessThan(5000);
   });
+
+  test('a receiver that never answers, the runner stopping: the attempt is abandoned when the signal aborts', async () => {
+    hang = true;
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 200);
+    const r = await attemptDelivery(url, {}, '{}', open, 10_000, stop.signal);
+    hang = false;
+    expect(r).toMatchObject({
+      ok: false,
+      status: null,
+      error: 'abandoned: the server was shutting down; retried later',
+    });
+    expect(r.durationMs).toBeGreaterThanOrEqual(190);
+    expect(r.durationMs).toBeLessThan(2000);
+    // Aborted before it starts: not sent at all.
+    const before = seen.length;
+    const aborted = await attemptDelivery(url, {}, '{}', open, 10_000, AbortSignal.abort());
+    expect(aborted).toMatchObject({ ok: false, error: 'abandoned: the server was shutting down; retried later' });
+    expect(seen.length).toBe(before);
+  });
 });

@@ -169,7 +169,9 @@ begin
     on conflict (first_alert_id, email) do nothing
     returning d.id into v_id;
     if v_id is not null then
-      perform graphile_worker.add_job('email_send', json_build_object('delivery_id', v_id),
+      -- queue 'email': one e-mail attempt at a time across the instances, so a mail server that
+      -- stalls holds one of the runner's slots, never the webhook deliveries' or maintenance's.
+      perform graphile_worker.add_job('email_send', json_build_object('delivery_id', v_id), queue_name => 'email',
                                       run_at => v_send_after, job_key => 'email:' || v_id, max_attempts => 14);
     end if;
   end loop;
