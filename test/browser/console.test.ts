@@ -92,7 +92,7 @@ describe('the operator console in a browser', () => {
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').innerText()).toMatch(/token/i);
     await page.getByLabel('Operator token').fill(ops.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.keyboard.press('Enter'); // by keyboard: the form submits
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     expect(await page.evaluate("sessionStorage.getItem('operator-token')")).toBe(ops.token);
     expect(await page.evaluate('document.cookie')).toBe('');
@@ -176,8 +176,17 @@ describe('the operator console in a browser', () => {
       "select count(*)::int as n from admin.request_log where (path || coalesce(error, '')) like '%pbo\\_%'",
     );
     expect(stored.rows[0].n).toBe(0);
+    // at phone width the views still work: the navigation and the overview's chart and totals
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('figure', { name: /Requests per hour by status class/ }).waitFor();
+    expect(await page.getByRole('navigation').getByRole('link').count()).toBe(4);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(420);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
     expect(w.dialogs).toEqual([]);
     expect(w.pageErrors).toEqual([]);
+    expect(w.consoleErrors).toEqual([]); // a CSP violation (inline script, handler) would be one
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
     expect(w.external).toEqual([]);
   }, 120_000);

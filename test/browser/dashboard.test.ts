@@ -106,6 +106,7 @@ describe('the partner usage page in a browser', () => {
     expect(seen.join('\n')).not.toContain(key.apiKey);
     expect(w.dialogs).toEqual([]);
     expect(w.pageErrors).toEqual([]);
+    expect(w.consoleErrors).toEqual([]); // a CSP violation (inline script, handler) would be one
     expect(w.external).toEqual([]);
   }, 120_000);
 
