@@ -206,7 +206,11 @@ describe('a mail server that never answers (tarpit)', () => {
     expect(closed.length).toBeGreaterThan(0);
     for (const s of closed) expect(s.closedAt! - s.openedAt).toBeLessThan(SMTP_TIMEOUT_MS + 1000);
     // Failed back into the queue with graphile-worker's backoff (e^attempts s after the failure): retried later.
-    const retried = (await jobs('email_send')).filter((j) => j.last_error !== null && j.locked_at === null);
+    // (the job's failure is written just after the delivery row's: wait for it)
+    const retried = await waitFor(async () => {
+      const failed = (await jobs('email_send')).filter((j) => j.last_error !== null && j.locked_at === null);
+      return failed.length ? failed : undefined;
+    }, 10_000);
     expect(retried.length).toBeGreaterThan(0);
     for (const j of retried) expect(j.run_at.getTime() - j.updated_at.getTime()).toBeGreaterThan(2000);
     // At most one e-mail attempt at a time (queue 'email'): never more than one SMTP connection open at once.
