@@ -45,6 +45,36 @@ export default tseslint.config(
     },
   },
   {
+    // Size (issue 33): a TypeScript file is at most 400 lines of code (blank lines and comments
+    // aside); the current exceptions are listed below, each with its reason.
+    files: ['**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }] },
+  },
+  // The exceptions to max-lines, each with its reason (lines of code today). Remove an entry when its file is split.
+  ...[
+    // 841: data, not logic: the demo generator's word lists (names, descriptions, events, groups).
+    'db/seed/vocabulary.ts',
+    // 619: the OpenAPI 3.1 document, one literal per endpoint and schema; it is to be generated from the
+    // partner-contract declarations (issue 33, TypeScript part), which will shrink it.
+    'server/http/openapi.ts',
+    // 455: the GraphQL schema's type definitions and resolvers in one SDL-first module; the partner-contract
+    // module (issue 33, TypeScript part) takes its argument rules and caps out of it.
+    'server/graphql/schema.ts',
+    // 422: the endpoint declarations (parameters, caps, deprecations) of every partner endpoint: the one
+    // table the routes read; the partner-contract module (issue 33, TypeScript part) replaces it.
+    'server/http/endpoints.ts',
+    // 480: the soak run: its phases, fault injection and report in one script, read top to bottom.
+    'bench/soak.ts',
+    // 471: the benchmark workload, one generator per endpoint and mix; its SQL texts move to the
+    // partner-contract module (issue 33, TypeScript part).
+    'bench/workload.ts',
+    // 443, 423, 417: one feature's end-to-end cases each (every error shape; export jobs and files;
+    // the request log and its privacy), sharing one server and database set-up per file.
+    'test/api/errors.test.ts',
+    'test/api/export.test.ts',
+    'test/api/request-log.test.ts',
+  ].map((file) => ({ files: [file], rules: { 'max-lines': 'off' } })),
+  {
     // The browser pages (web/): ES modules served as they are, with the browser's globals.
     files: ['web/**/*.js'],
     languageOptions: {

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { seedDemoData } from '../db/seed';
-import { migrateDatabase } from '../server/db/migrate';
+import { migrateDatabase } from '../db/tools/migrate';
 
 export interface BenchDatabase {
   bars: number;

@@ -28,7 +28,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { loadConfig, type Config } from './config';
 import { locateDatabase, type DatabaseLocation } from './db/database';
-import { migrateDatabase } from './db/migrate';
+import { migrateDatabase } from '../db/tools/migrate';
 import { createPool } from './db/pools';
 import { guardPool } from './db/pg-breaker';
 import { createReadPool, ReadRoutingPool } from './db/read-pool';

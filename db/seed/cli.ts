@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../../server/config';
 import { locateDatabase } from '../../server/db/database';
-import { migrateDatabase } from '../../server/db/migrate';
+import { migrateDatabase } from '../tools/migrate';
 import { parseSeedArgs, usage } from './args';
 import { seedDemoData } from './index';
 

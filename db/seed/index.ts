@@ -69,7 +69,7 @@ export async function seedDemoData(databaseUrl: string, options: SeedOptions): P
     );
     // The load's bar documents are built once at the end (not by their triggers per statement).
     await client.query("select set_config('private.defer_bar_documents', 'on', true)");
-    // Likewise the search structure (db/migrations/functions/27-search.sql): built once after the load.
+    // Likewise the search structure (db/migrations/functions/27-search-terms.sql): built once after the load.
     await client.query("select set_config('private.defer_search', 'on', true)");
     // And bar_live with the open slots (db/migrations/functions/11-bar-live.sql): one insert per table
     // after the load, not an insert by the bars and an update by each of opening_hours and occupancy.

@@ -14,7 +14,7 @@
  */
 import { loadConfig } from '../config';
 import { locateDatabase } from '../db/database';
-import { migrateDatabase } from '../db/migrate';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { createPool, type Pool } from '../db/pools';
 import { limit, parse, required, time, UsageError, uuid, type AdminCommand } from './args';
 

@@ -3,7 +3,7 @@
  * (started here, or shared with another process of this project).
  */
 import type { Config } from '../config';
-import { startEmbeddedPostgres } from './embedded';
+import { startEmbeddedPostgres } from '../../db/tools/embedded';
 
 export interface DatabaseLocation {
   url: string;

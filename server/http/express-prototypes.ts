@@ -8,7 +8,7 @@
  * and in express) goes megamorphic. When the server constructs them with those
  * prototypes already, express's call finds nothing to change.
  *
- * Measured (docs/PERFORMANCE.md, "The prototypes express sets"): a one-route
+ * Measured (docs/performance/2026-11-24-v1.2.md, reference run 3, "Requests born with express's prototypes"): a one-route
  * express app answering from PostgreSQL went from ~0.6 to ~0.95 of the same
  * handler on node:http; the full server spent ~30 % less CPU per `bars/:id`.
  *

@@ -54,7 +54,7 @@ describe('time zones, after-midnight hours and open now', () => {
 
   const isOpen = async (barId: number, nowUtc: string) => {
     const { rows } = await db.owner.query<{ open: boolean }>(
-      "select private.bar_is_open($1, $2::timestamptz at time zone 'America/Chicago') as open",
+      "select test_ref.bar_is_open($1, $2::timestamptz at time zone 'America/Chicago') as open",
       [barId, nowUtc],
     );
     return rows[0]!.open;
@@ -73,12 +73,12 @@ describe('time zones, after-midnight hours and open now', () => {
   test('a bar open all day (00:00-23:59 plus 23:59-00:00) is open in the last minute before midnight', async () => {
     // 23:59:30 in New York on Saturday 21 November 2026 (EST = UTC-5)
     const { rows } = await db.owner.query<{ open: boolean }>(
-      "select private.bar_is_open($1, '2026-11-22T04:59:30Z'::timestamptz at time zone 'America/New_York') as open",
+      "select test_ref.bar_is_open($1, '2026-11-22T04:59:30Z'::timestamptz at time zone 'America/New_York') as open",
       [nyBar],
     );
     expect(rows[0]!.open).toBe(true);
     const { rows: alone } = await db.owner.query<{ open: boolean }>(
-      "select private.bar_is_open($1, '2026-11-22T04:59:30Z'::timestamptz at time zone 'America/New_York') as open",
+      "select test_ref.bar_is_open($1, '2026-11-22T04:59:30Z'::timestamptz at time zone 'America/New_York') as open",
       [lateBar],
     );
     expect(alone[0]!.open).toBe(false);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../../server/db/embedded';
+import { startEmbeddedPostgres } from '../../db/tools/embedded';
 import { freePort } from '../support/ports';
 import {
   postgresUser,
@@ -16,7 +16,7 @@ import {
   reachableBy,
   reachableDataDir,
   sweepOrphanedData,
-} from '../../server/db/embedded-root';
+} from '../../db/tools/embedded-root';
 
 const asRoot = process.getuid?.() === 0;
 const rootTest = asRoot ? test : test.skip;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { applyFunctionFiles, functionFilesChecksum, migrateDatabase, readFunctionFiles } from '../../server/db/migrate';
+import { applyFunctionFiles, functionFilesChecksum, migrateDatabase, readFunctionFiles } from '../../db/tools/migrate';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 /** The repeatable function files (db/CONVENTIONS.md): applied after migrations, skipped when unchanged. */

@@ -1,4 +1,4 @@
-import { readFunctionFiles } from '../../server/db/migrate';
+import { readFunctionFiles } from '../../db/tools/migrate';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 /**

@@ -1,11 +1,26 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { lintDatabase, formatFinding } from '../../server/db/lint';
-import { applyFunctionFiles, functionsFolder } from '../../server/db/migrate';
+import { formatFinding, inCi, lintDatabase, missingExtensionOutcome } from '../../db/tools/lint';
+import { applyFunctionFiles, functionsFolder } from '../../db/tools/migrate';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
-/** `npm run db:lint` (server/db/lint.ts): plpgsql_check over api, private and admin. */
+/** `npm run db:lint` (db/tools/lint.ts): plpgsql_check over api, private and admin. */
+describe('db:lint without plpgsql_check', () => {
+  test.each([['true'], ['1'], ['TRUE']])('fails in CI (CI=%s), naming the package to install', (ci) => {
+    const outcome = missingExtensionOutcome({ CI: ci });
+    expect(outcome.exitCode).toBe(1);
+    expect(outcome.message).toMatch(/FAILED.*plpgsql_check.*postgresql-15-plpgsql-check/);
+  });
+
+  test.each([[undefined], [''], ['false'], ['0']])('skips with a message on a local run (CI=%s)', (ci) => {
+    const outcome = missingExtensionOutcome(ci === undefined ? {} : { CI: ci });
+    expect(outcome.exitCode).toBe(0);
+    expect(outcome.message).toMatch(/SKIPPED, nothing was checked.*plpgsql_check.*CI=true.*fails/);
+    expect(inCi(ci === undefined ? {} : { CI: ci })).toBe(false);
+  });
+});
+
 const describeWithPlpgsqlCheck: jest.Describe = process.env.TEST_PG_PLPGSQL_CHECK ? describe : describe.skip;
 
 describeWithPlpgsqlCheck('db:lint (plpgsql_check)', () => {
@@ -61,7 +76,7 @@ describeWithPlpgsqlCheck('db:lint (plpgsql_check)', () => {
   test('a broken reference in a trigger function shared by several tables is still an error', async () => {
     fs.copyFileSync(path.join(functionsFolder, '22-bar.sql'), path.join(folder, '22-bar.sql'));
     breakFile(
-      '27-search.sql',
+      '27-search-terms.sql',
       'perform private.search_names_add(array(select private.search_fold(b.name) from new_rows b))',
       'perform private.search_names_add(array(select private.search_fold(b.nam) from new_rows b))',
     );
@@ -69,6 +84,6 @@ describeWithPlpgsqlCheck('db:lint (plpgsql_check)', () => {
     const result = await lintDatabase(db.url, folder);
     expect(result.errors.length).toBeGreaterThan(0);
     expect(result.errors.map((e) => e.message).join('\n')).toContain('b.nam');
-    expect(result.errors.every((e) => e.where?.startsWith('27-search.sql:'))).toBe(true);
+    expect(result.errors.every((e) => e.where?.startsWith('27-search-terms.sql:'))).toBe(true);
   });
 });

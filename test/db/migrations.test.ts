@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../server/config';
-import { migrateDatabase } from '../../server/db/migrate';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 const committed = fs.readdirSync(path.join(projectRoot, 'db/migrations/committed')).filter((f) => f.endsWith('.sql'));

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { describeSchemas, DESCRIBED_SCHEMAS, schemaFile } from '../../server/db/schema-description';
+import { describeSchemas, DESCRIBED_SCHEMAS, schemaFile } from '../../db/tools/schema-description';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 /** db/schema/ (db/CONVENTIONS.md "The schema description"): committed, generated, checked here. */

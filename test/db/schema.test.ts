@@ -106,10 +106,17 @@ describe('schema integrity and privileges', () => {
   ])('rejects a city with %s', (_what, sql) => rejects(sql));
 
   test('accepts an after-midnight slot', async () => {
-    await db.owner.query(
-      "insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 5, '20:00', '02:00')",
+    const { rows } = await db.owner.query<{ opens: string; closes: string }>(
+      `insert into private.opening_hours (bar_id, day_of_week, opens, closes) values ($1, 5, '20:00', '02:00')
+       returning opens::text, closes::text`,
       [barId],
     );
+    expect(rows).toEqual([{ opens: '20:00:00', closes: '02:00:00' }]);
+    const stored = await db.owner.query<{ n: number }>(
+      'select count(*)::int as n from private.opening_hours where bar_id = $1 and day_of_week = 5 and closes < opens',
+      [barId],
+    );
+    expect(stored.rows[0]!.n).toBe(1);
   });
 
   test('the partner role cannot read a private table', async () => {

@@ -3,7 +3,8 @@
  * the events_today fragments of bars_by_city (23-bars-by-city.sql) must equal a
  * recomputation from the base tables after every kind of change to every source
  * table. The recomputation uses the independent per-field helpers of the
- * committed schema (bar_hours_json, bar_categories_json, bar_occupancy_json ...),
+ * committed schema, kept test-only in test_ref (test/support/reference-recomputations.sql:
+ * bar_hours_json, bar_categories_json, bar_occupancy_json ...),
  * so the whole list and detail bodies are compared as text, byte for byte.
  */
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -19,22 +20,22 @@ const DRIFT = `
         'id', b.id::text, 'name', b.name, 'address', b.address, 'city', c.name, 'state', c.state,
         'zip_code', b.zip_code, 'latitude', b.latitude, 'longitude', b.longitude, 'phone', b.phone,
         'website', b.website, 'google_rating', b.google_rating, 'google_ratings_total', b.google_ratings_total,
-        'primary_category', private.bar_primary_category_json(b.id),
-        'categories', private.bar_categories_json(b.id),
-        'hours', private.bar_hours_json(b.id),
+        'primary_category', test_ref.bar_primary_category_json(b.id),
+        'categories', test_ref.bar_categories_json(b.id),
+        'hours', test_ref.bar_hours_json(b.id),
         'profile_picture_url', b.profile_picture_url,
-        'photos', private.bar_photos_json(b.id),
-        'occupancy', private.bar_occupancy_json(b.id, $1::timestamptz at time zone c.time_zone, false))::text as list,
+        'photos', test_ref.bar_photos_json(b.id),
+        'occupancy', test_ref.bar_occupancy_json(b.id, $1::timestamptz at time zone c.time_zone, false))::text as list,
       json_build_object(
         'id', b.id::text, 'name', b.name, 'address', b.address, 'city', c.name, 'state', c.state,
         'zip_code', b.zip_code, 'latitude', b.latitude, 'longitude', b.longitude, 'phone', b.phone,
         'website', b.website, 'google_rating', b.google_rating, 'google_ratings_total', b.google_ratings_total,
-        'primary_category', private.bar_primary_category_json(b.id),
-        'categories', private.bar_categories_json(b.id),
-        'hours', private.bar_hours_json(b.id),
+        'primary_category', test_ref.bar_primary_category_json(b.id),
+        'categories', test_ref.bar_categories_json(b.id),
+        'hours', test_ref.bar_hours_json(b.id),
         'profile_picture_url', b.profile_picture_url,
-        'photos', private.bar_photos_json(b.id),
-        'occupancy', private.bar_occupancy_json(b.id, $1::timestamptz at time zone c.time_zone, true),
+        'photos', test_ref.bar_photos_json(b.id),
+        'occupancy', test_ref.bar_occupancy_json(b.id, $1::timestamptz at time zone c.time_zone, true),
         'description', b.description,
         'price_level', b.price_level,
         'events', (select coalesce(json_agg(private.event_short_json(e) order by e.start_at, e.id), '[]'::json)

@@ -5,7 +5,7 @@
  * replica leaves the primary serving; revocation takes effect within 1 s.
  */
 import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
-import { migrateDatabase } from '../../server/db/migrate';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { createPool, type Pool } from '../../server/db/pools';
 import { ReadRoutingPool } from '../../server/db/read-pool';
 import { createPartnerApp } from '../../server/http/app';

@@ -10,11 +10,11 @@ export const DRIFT = {
              coalesce((select range_agg(r) from private.opening_hours h
                        cross join lateral unnest(private.slot_minutes(h.day_of_week, h.opens, h.closes)) r
                        where h.bar_id = b.id), '{}') as open_week,
-             private.bar_hours_json(b.id)::text as hours
+             test_ref.bar_hours_json(b.id)::text as hours
       from private.bars b left join private.occupancy o on o.bar_id = b.id),
     actual as (
       select l.bar_id, l.city_id, l.name, l.price_level, l.google_rating, l.current_intensity, l.open_week,
-             coalesce(l.hours, private.bar_hours_json(l.bar_id))::text as hours
+             coalesce(l.hours, test_ref.bar_hours_json(l.bar_id))::text as hours
       from private.bar_live l)
     select count(*)::int as n from ((select * from expected except select * from actual)
                                     union all (select * from actual except select * from expected)) d`,

@@ -4,12 +4,13 @@
  * server under .data/test-postgres. A template database is migrated once;
  * each test file clones it (see db.ts), so files never share data.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../../server/config';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/embedded';
-import { plpgsqlCheckAvailable } from '../../server/db/lint';
-import { migrateDatabase } from '../../server/db/migrate';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/tools/embedded';
+import { plpgsqlCheckAvailable } from '../../db/tools/lint';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { DEFAULT_TEST_CLOCK } from './clock';
 import { databaseUrl } from './urls';
 
@@ -53,6 +54,7 @@ export default async function globalSetup(): Promise<void> {
     await admin.end();
   }
   await migrateDatabase(databaseUrl(adminUrl, template), { includeCurrent: true });
+  await createReferenceRecomputations(databaseUrl(adminUrl, template));
 
   process.env.TEST_PG_ADMIN_URL = adminUrl;
   process.env.TEST_PG_TEMPLATE = template;
@@ -61,6 +63,20 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_PG_PLPGSQL_CHECK = (await plpgsqlCheckOn(adminUrl)) ? '1' : '';
   if (!process.env.TEST_PG_PLPGSQL_CHECK) {
     process.stdout.write('[tests] plpgsql_check: not on this server; the db:lint tests are SKIPPED\n');
+  }
+}
+
+/**
+ * The test-only oracles of the derived-table tests (schema test_ref), in the template only:
+ * they are not part of the production schema (test/support/reference-recomputations.sql).
+ */
+async function createReferenceRecomputations(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(fs.readFileSync(path.join(__dirname, 'reference-recomputations.sql'), 'utf8'));
+  } finally {
+    await client.end();
   }
 }
 

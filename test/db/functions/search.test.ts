@@ -1,5 +1,5 @@
 /**
- * 27-search.sql: api.search as bar_partner: the 1,000-match cap at its edges, ranking ties, the
+ * 28-search.sql (the term table: 27-search-terms.sql): api.search as bar_partner: the 1,000-match cap at its edges, ranking ties, the
  * parameter errors the database judges. Through HTTP (tiers, trigrams, accents, deep pages):
  * test/api/search.test.ts, test/api/search-v11.test.ts; the term structure:
  * test/db/search-structure.test.ts.

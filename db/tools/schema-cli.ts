@@ -5,8 +5,8 @@
  * history. `-- --check` only compares (exit 1 when a file is out of date).
  */
 import fs from 'node:fs';
-import { loadConfig } from '../config';
-import { locateDatabase } from './database';
+import { loadConfig } from '../../server/config';
+import { locateDatabase } from '../../server/db/database';
 import { createScratchDatabase } from './scratch-database';
 import { describeSchemas, schemaFile, writeSchemaFiles } from './schema-description';
 

@@ -167,3 +167,28 @@ export function formatFinding(f: LintFinding, root = path.relative(process.cwd()
   const extra = [f.detail, f.hint && `hint: ${f.hint}`].filter(Boolean).join('; ');
   return `${where}${f.level}: ${f.fn}${line}: ${f.message}${extra ? ` (${extra})` : ''}`;
 }
+
+/** True when the CI environment variable says this is a CI run (CI=true, as GitHub Actions and GitLab set it, or 1). */
+export function inCi(env: NodeJS.ProcessEnv = process.env): boolean {
+  const ci = (env.CI ?? '').trim().toLowerCase();
+  return ci !== '' && ci !== 'false' && ci !== '0';
+}
+
+/**
+ * What `npm run db:lint` does when the server has no plpgsql_check: in CI it fails (a lint that
+ * cannot run is not a pass); locally (the embedded PostgreSQL ships no extension) it skips and says so.
+ */
+export function missingExtensionOutcome(env: NodeJS.ProcessEnv = process.env): { exitCode: 0 | 1; message: string } {
+  const install = 'Debian: apt-get install postgresql-15-plpgsql-check';
+  return inCi(env)
+    ? {
+        exitCode: 1,
+        message: `db:lint: FAILED: the plpgsql_check extension is not installed on this PostgreSQL server, and CI must lint (${install})\n`,
+      }
+    : {
+        exitCode: 0,
+        message:
+          `db:lint: SKIPPED, nothing was checked: the plpgsql_check extension is not installed on this PostgreSQL server ` +
+          `(${install}; in CI, with CI=true, this fails)\n`,
+      };
+}

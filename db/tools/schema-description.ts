@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { projectRoot } from '../config';
+import { projectRoot } from '../../server/config';
 
 export const DESCRIBED_SCHEMAS = ['admin', 'api', 'private'];
 export const schemaFolder = path.join(projectRoot, 'db', 'schema');

@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { projectRoot } from '../config';
+import { projectRoot } from '../../server/config';
 import {
   DEFAULT_RUNTIME_DIR,
   initdbAsPostgres,

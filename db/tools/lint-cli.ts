@@ -3,12 +3,13 @@
  * the embedded one) from scratch and runs plpgsql_check over every plpgsql
  * function of api, private and admin. Errors: exit 1, each with its function
  * file and line. Warnings are listed. Without the extension on the server (the
- * embedded PostgreSQL ships none) it says so and exits 0.
+ * embedded PostgreSQL ships none) a local run says so and exits 0; in CI (CI=true)
+ * it exits 1 (missingExtensionOutcome in lint.ts).
  */
 import pg from 'pg';
-import { loadConfig } from '../config';
-import { locateDatabase } from './database';
-import { formatFinding, lintDatabase, plpgsqlCheckAvailable } from './lint';
+import { loadConfig } from '../../server/config';
+import { locateDatabase } from '../../server/db/database';
+import { formatFinding, lintDatabase, missingExtensionOutcome, plpgsqlCheckAvailable } from './lint';
 import { createScratchDatabase } from './scratch-database';
 
 async function available(url: string): Promise<boolean> {
@@ -25,11 +26,9 @@ async function run(): Promise<number> {
   const db = await locateDatabase(loadConfig());
   try {
     if (!(await available(db.url))) {
-      process.stdout.write(
-        'db:lint: skipped: the plpgsql_check extension is not installed on this PostgreSQL server ' +
-          '(Debian: apt-get install postgresql-15-plpgsql-check)\n',
-      );
-      return 0;
+      const outcome = missingExtensionOutcome();
+      (outcome.exitCode ? process.stderr : process.stdout).write(outcome.message);
+      return outcome.exitCode;
     }
     const scratch = await createScratchDatabase(db.url, 'bars_lint');
     try {

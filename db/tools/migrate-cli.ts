@@ -6,8 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../config';
-import { locateDatabase } from './database';
+import { loadConfig } from '../../server/config';
+import { locateDatabase } from '../../server/db/database';
 import { migrateDatabase, migrationsFolder } from './migrate';
 import { describeSchemas, writeSchemaFiles } from './schema-description';
 

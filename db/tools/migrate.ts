@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { Logger, migrate, watch, type Settings } from 'graphile-migrate';
 import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
-import { projectRoot } from '../config';
+import { projectRoot } from '../../server/config';
 
 // graphile-migrate keeps its pool for 200 ms after use, and exits the process
 // if that pool sees an error (e.g. the embedded server stopping right after a

@@ -1,11 +1,15 @@
 -- Per-bar recomputations of what bar documents and bar_live store precomputed
--- (the first versions of the detail JSON, migration 000002). No endpoint calls
--- them: the derived-table tests compare the stored fragments with them
--- (test/perf/bar-documents.test.ts, test/support/derived-drift.ts,
--- test/api/time.test.ts). Repeatable file; see db/CONVENTIONS.md.
+-- (the first versions of the detail JSON, migration 000002). Test-only: no
+-- endpoint calls them, so they are not in the production schema. The test set-up
+-- (test/support/global-setup.ts) creates them in the schema test_ref of the
+-- template database; the derived-table tests compare the stored fragments with
+-- them (test/perf/bar-documents.test.ts, test/support/derived-drift.ts,
+-- test/api/time.test.ts).
+
+create schema if not exists test_ref;
 
 -- All seven day keys, slots by opening time, HH:MM local wall-clock times.
-create or replace function private.bar_hours_json(p_bar_id bigint) returns json
+create or replace function test_ref.bar_hours_json(p_bar_id bigint) returns json
   language sql stable parallel safe
 as $$
   select json_build_object(
@@ -27,7 +31,7 @@ $$;
 -- Open at a local wall-clock time: a slot of today that has started and not
 -- closed (an after-midnight slot runs to the end of the day), or yesterday's
 -- after-midnight slot that has not closed yet.
-create or replace function private.bar_is_open(p_bar_id bigint, p_local timestamp) returns boolean
+create or replace function test_ref.bar_is_open(p_bar_id bigint, p_local timestamp) returns boolean
   language sql stable parallel safe
 as $$
   select exists (
@@ -45,7 +49,7 @@ $$;
 
 -- {current_intensity, status[, hourly_data]} at a local time. A closed bar is
 -- intensity 0; an open bar without occupancy data has null intensity and status.
-create or replace function private.bar_occupancy_json(p_bar_id bigint, p_local timestamp, p_hourly boolean) returns json
+create or replace function test_ref.bar_occupancy_json(p_bar_id bigint, p_local timestamp, p_hourly boolean) returns json
   language sql stable parallel safe
 as $$
   select case when p_hourly
@@ -64,13 +68,13 @@ as $$
         from generate_series(0, 23) h)
       end as hourly
     from (
-      select private.bar_is_open(p_bar_id, p_local) as open,
+      select test_ref.bar_is_open(p_bar_id, p_local) as open,
              (select occ from private.occupancy occ where occ.bar_id = p_bar_id) as occ
     ) o
   ) s
 $$;
 
-create or replace function private.bar_categories_json(p_bar_id bigint) returns json
+create or replace function test_ref.bar_categories_json(p_bar_id bigint) returns json
   language sql stable parallel safe
 as $$
   select coalesce(json_agg(private.category_json(c) order by bc.is_primary desc, bc.position, c.name, c.id), '[]'::json)
@@ -78,7 +82,7 @@ as $$
   where bc.bar_id = p_bar_id
 $$;
 
-create or replace function private.bar_primary_category_json(p_bar_id bigint) returns json
+create or replace function test_ref.bar_primary_category_json(p_bar_id bigint) returns json
   language sql stable parallel safe
 as $$
   select private.category_json(c)
@@ -86,7 +90,7 @@ as $$
   where bc.bar_id = p_bar_id and bc.is_primary
 $$;
 
-create or replace function private.bar_photos_json(p_bar_id bigint) returns json
+create or replace function test_ref.bar_photos_json(p_bar_id bigint) returns json
   language sql stable parallel safe
 as $$
   select coalesce(json_agg(json_build_object('url', p.url) order by p.position, p.id), '[]'::json)

@@ -1,0 +1,9 @@
+-- The per-bar recomputations of migration 000002 (bar_hours_json, bar_is_open, ...) are test-only oracles
+-- of the derived-table tests: no endpoint calls them. They leave the production schema; the tests create
+-- them in test_ref (test/support/reference-recomputations.sql). Idempotent.
+drop function if exists private.bar_occupancy_json(bigint, timestamp, boolean);
+drop function if exists private.bar_is_open(bigint, timestamp);
+drop function if exists private.bar_hours_json(bigint);
+drop function if exists private.bar_categories_json(bigint);
+drop function if exists private.bar_primary_category_json(bigint);
+drop function if exists private.bar_photos_json(bigint);

@@ -1,0 +1,162 @@
+-- GET bars without the v1.1 filters (or with ids): api.bars's access paths (21-bars.sql), one
+-- function each, each plpgsql with static SQL so that its cached generic plan is the right
+-- index walk (see the header of 21-bars.sql). Repeatable file; see db/CONVENTIONS.md.
+-- Called only from api.bars: its search_path (private, public) resolves the earthdistance
+-- functions and operators (earth_box, <->) as it did when these statements were its own.
+
+-- GET bars?ids=: primary key probes (bars_pkey), in the order of ids (nearest first with a
+-- center), with every other filter as a residual test.
+create or replace function private.bars_page_by_ids(
+  p_ids text[], p_center public.earth, p_radius_m double precision, p_box box, p_category_id bigint,
+  p_filtered boolean, p_now timestamptz,
+  p_open_now boolean, p_open_at timestamptz, p_price_levels integer[], p_min_rating numeric, p_statuses text[],
+  p_limit integer
+) returns bigint[]
+  language plpgsql stable
+as $$
+declare
+  v_ids bigint[];
+  v_page bigint[];
+begin
+  select coalesce(array_agg(private.bar_id_or_null(i) order by n) filter (where private.bar_id_or_null(i) is not null), '{}')
+    into v_ids from unnest(p_ids) with ordinality u(i, n);
+  v_page := array(
+    select b.id from private.bars b
+    where b.id = any (v_ids)
+      and (p_category_id is null or exists (
+            select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+      and (p_radius_m is null or (earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m))
+      and (p_box is null or b.location <@ p_box)
+      and (not p_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
+    order by case when p_center is null then array_position(v_ids, b.id) end, b.geo <-> p_center, b.id
+    limit p_limit);
+  return v_page;
+end
+$$;
+
+-- GET bars nearest first (a center, optionally a radius, a box, a category).
+create or replace function private.bars_page_nearest(
+  p_center public.earth, p_radius_m double precision, p_box box, p_category_id bigint, p_limit integer
+) returns bigint[]
+  language plpgsql stable
+as $$
+declare
+  v_page bigint[];
+  v_sort text;
+  v_bitmap text;
+  v_jit text;
+begin
+  -- Nearest first: a KNN walk of bars_geo (ORDER BY the distance operator alone;
+  -- "b.id" as a second key would turn it into a sort of every bar in range),
+  -- plus any bar tied at the distance of the last one, then ordered by
+  -- distance, id. The planner misjudges the box (a fixed selectivity) and
+  -- would rather sort, so sorting and bitmap scans are off for this statement.
+  v_sort := current_setting('enable_sort');
+  v_bitmap := current_setting('enable_bitmapscan');
+  v_jit := current_setting('jit');
+  perform set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
+  -- disabled plan types inflate the cost estimate past jit_above_cost: a JIT compile costs ~1 s
+  perform set_config('jit', 'off', true);
+  if p_radius_m is not null then
+    with knn as (
+      select b.id, b.geo <-> p_center as d from private.bars b
+      where earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m
+        and (p_category_id is null or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+        and (p_box is null or b.location <@ p_box)
+      order by b.geo <-> p_center limit p_limit
+    ),
+    edge as (select max(d) as d, count(*) as n from knn),
+    ties as (
+      select b.id, b.geo <-> p_center as d from private.bars b, edge
+      where edge.n = p_limit
+        and earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m
+        and (p_category_id is null or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+        and (p_box is null or b.location <@ p_box)
+        and earth_box(p_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> p_center) = edge.d
+    )
+    select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
+    into v_page;
+  else
+    with knn as (
+      select b.id, b.geo <-> p_center as d from private.bars b
+      where (p_category_id is null or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+        and (p_box is null or b.location <@ p_box)
+      order by b.geo <-> p_center limit p_limit
+    ),
+    edge as (select max(d) as d, count(*) as n from knn),
+    ties as (
+      select b.id, b.geo <-> p_center as d from private.bars b, edge
+      where edge.n = p_limit
+        and (p_category_id is null or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+        and (p_box is null or b.location <@ p_box)
+        and earth_box(p_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> p_center) = edge.d
+    )
+    select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
+    into v_page;
+  end if;
+  perform set_config('enable_sort', v_sort, true), set_config('enable_bitmapscan', v_bitmap, true),
+          set_config('jit', v_jit, true);
+  return v_page;
+end
+$$;
+
+-- GET bars in a box, name order (optionally a category).
+create or replace function private.bars_page_in_box(p_box box, p_category_id bigint, p_limit integer) returns bigint[]
+  language plpgsql stable
+as $$
+declare
+  v_page bigint[];
+  v_probe integer;
+begin
+  -- Name order over a box: collecting the box from bars_location and sorting
+  -- costs ~k (bars in the box); walking bars_name_id with the box as a filter
+  -- costs ~limit * N / k. Probe for k >= sqrt(limit * N) to choose.
+  v_probe := greatest(1000, sqrt(p_limit::float8 * greatest((select c.reltuples from pg_class c where c.oid = 'private.bars'::regclass), 1))::int);
+  if (select count(*) from (select 1 from private.bars b where b.location <@ p_box limit v_probe) x) = v_probe then
+    v_page := array(
+      select b.id from private.bars b
+      where (b.location <@ p_box) is true  -- not indexable: the walk of bars_name_id
+        and (p_category_id is null or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+      order by b.name, b.id
+      limit p_limit);
+  else
+    v_page := array(
+      select b.id from private.bars b
+      where b.location <@ p_box
+        and (p_category_id is null or exists (
+              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+      order by b.name, b.id
+      limit p_limit);
+  end if;
+  return v_page;
+end
+$$;
+
+-- GET bars in name order: a category's bars (a walk of bars_name_id probing bar_categories'
+-- primary key), or every bar (a walk of bars_name_id).
+create or replace function private.bars_page_by_name(p_category_id bigint, p_limit integer) returns bigint[]
+  language plpgsql stable
+as $$
+declare
+  v_page bigint[];
+begin
+  if p_category_id is not null then
+    v_page := array(
+      select b.id from private.bars b
+      where exists (select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id)
+      order by b.name, b.id
+      limit p_limit);
+  else
+    v_page := array(
+      select b.id from private.bars b
+      order by b.name, b.id
+      limit p_limit);
+  end if;
+  return v_page;
+end
+$$;
