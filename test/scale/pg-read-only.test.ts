@@ -7,7 +7,7 @@
  * answered (the failed flushes kept their counts).
  */
 import pg from 'pg';
-import { migrateDatabase } from '../../server/db/migrate';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { createPool } from '../../server/db/pools';
 import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';

@@ -5,7 +5,7 @@
  * refuses the connection with 53300), and 200s come back soon after the slots are freed.
  */
 import pg from 'pg';
-import { migrateDatabase } from '../../server/db/migrate';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { createPool } from '../../server/db/pools';
 import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';

@@ -10,7 +10,7 @@
  */
 import { loadConfig } from '../../server/config';
 import { createPool, type Pool } from '../../server/db/pools';
-import { migrateDatabase } from '../../server/db/migrate';
+import { migrateDatabase } from '../../db/tools/migrate';
 import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { replicationBinariesMissing, startReplicatedPair, type ReplicatedPair } from '../support/pg-replication';
