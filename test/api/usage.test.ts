@@ -77,7 +77,11 @@ describe.each(['in-process counters', 'Redis (own redis-server)'])('GET usage (%
     expect(again.body.buckets.month.used).toBe(3);
 
     // 4/5 and 5/5: three alerts; then the bucket is full
-    for (let i = 0; i < 2; i++) await request(partner.app).get(TEST).set(bearer(apiKey)).expect(200);
+    // (alerts are recorded off the request path: settled after each, so "newest first" has an order to show)
+    for (let i = 0; i < 2; i++) {
+      await request(partner.app).get(TEST).set(bearer(apiKey)).expect(200);
+      await partner.guard.alerts.settle();
+    }
     await request(partner.app).get(TEST).set(bearer(apiKey)).expect(429);
     await partner.guard.alerts.settle();
     const full = await usage(apiKey);
