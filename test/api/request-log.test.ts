@@ -129,6 +129,7 @@ describe('request log through the partner app', () => {
     expect(await ids('endpoint=bars')).toEqual(['f-400']);
     expect(await ids('endpoint=(none)')).toEqual(['f-404']);
     expect(await ids('request_id=f-404')).toEqual(['f-404']);
+    // real time: entries carry the real instant they were answered at
     expect(await ids(`since=${new Date(Date.now() + 60_000).toISOString()}`)).toEqual([]);
     expect(await ids(`until=${new Date(Date.now() - 3600_000).toISOString()}`)).toEqual([]);
     expect(await ids(`since=${new Date(Date.now() - 3600_000).toISOString()}`)).toEqual(['f-404', 'f-400']);
@@ -422,6 +423,7 @@ describe('request log buffer with PostgreSQL frozen', () => {
 
   const entry = (i: number): RequestLogEntry => ({
     request_id: `frozen-${i}`,
+    // real time: entries carry the real instant they were answered at
     created_at: new Date().toISOString(),
     api_key_id: null,
     method: 'GET',

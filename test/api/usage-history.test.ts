@@ -68,6 +68,7 @@ async function flush(...instances: PartnerInstance[]): Promise<void> {
 
 /** A range around now that any bucket of this test falls in (the assertion does not depend on the hour). */
 const around = () => {
+  // real time: hourly usage is counted in the real UTC hour of each answer
   const now = Date.now();
   return `start=${new Date(now - 3600_000).toISOString()}&end=${new Date(now + 3600_000).toISOString()}`;
 };

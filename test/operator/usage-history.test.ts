@@ -85,6 +85,7 @@ describe('operator GraphQL: hourly usage and the request log', () => {
   test('request log: across subscribers, lookup by request id (a 401 without subscriber too), per key', async () => {
     const a = await issueKey(db.owner);
     const b = await issueKey(db.owner);
+    // real time: hourly usage is counted in the real UTC hour of each answer
     const now = new Date().toISOString();
     const entry = (keyId: string | null, requestId: string, status: number) => ({
       request_id: requestId,
@@ -225,6 +226,7 @@ describe("operator GraphQL: a key's buckets now (ApiKey.bucketsNow)", () => {
       expect(b.day).toMatchObject({ limit: null, used: 0, remaining: null });
       expect(b.month).toMatchObject({ limit: 1000, used: 3, remaining: 997 });
       expect(Date.parse(b.minute.reset) % 60_000).toBe(0);
+      // real time: rate-limit windows follow the real clock
       expect(Date.parse(b.minute.reset)).toBeGreaterThan(Date.now() - 1000);
       // without shared counters: null, not an error
       const none = await plain.gql(QUERY, { key: key.keyId });
