@@ -11,8 +11,8 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Pool } from '../db/pools';
-import { sendError } from '../http/errors';
-import type { PartnerIdentity } from '../http/partner';
+import { sendError } from '../contract/errors';
+import type { PartnerIdentity } from '../contract/identity';
 import type { Logger } from '../log';
 import { RedisBreaker } from '../ratelimit/breaker';
 import {

@@ -31,8 +31,8 @@ import {
   type FieldDefinitionNode,
   type InputValueDefinitionNode,
 } from 'postgraphile/graphql';
-import { ENDPOINTS, type Deprecation, type Schema } from './endpoints';
-import { sendError } from './errors';
+import { ENDPOINTS, type Deprecation, type Schema } from '../contract/endpoints';
+import { sendError } from '../contract/errors';
 
 /** A sunset at least this many calendar months after the deprecation (decisions.md, COMPATIBILITY.md). */
 export const MIN_NOTICE_MONTHS = 6;

@@ -18,8 +18,8 @@ import {
   ref,
   type Endpoint,
   type Schema,
-} from './endpoints';
-import { CLASSIFICATIONS } from './params';
+} from '../contract/endpoints';
+import { CLASSIFICATIONS } from '../contract/params';
 import { markDeprecations } from './deprecations';
 import { webhookOperations } from '../webhooks/openapi';
 

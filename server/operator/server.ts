@@ -12,7 +12,7 @@ import { postgraphile } from 'postgraphile';
 import { grafserv } from 'postgraphile/grafserv/node';
 import type { Config } from '../config';
 import { createPool } from '../db/pools';
-import { isDatabaseUnavailable } from '../http/errors';
+import { isDatabaseUnavailable } from '../contract/errors';
 import type { Logger } from '../log';
 import { metricsText } from '../metrics';
 import { sendWebAsset, webAsset } from '../web/assets';

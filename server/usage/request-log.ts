@@ -22,11 +22,12 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { endpointBeforeRouting } from '../credentials/endpoint';
 import type { Pool } from '../db/pools';
-import { isDatabaseUnavailable } from '../http/errors';
-import type { PartnerIdentity } from '../http/partner';
+import { isDatabaseUnavailable } from '../contract/errors';
+import type { PartnerIdentity } from '../contract/identity';
 import type { Logger } from '../log';
 import { requestLogBuffered, requestLogDropped, requestLogWritten } from '../metrics';
 import type { RateLimitContext } from '../ratelimit/limiters';
+import { CALLS, apiQuery } from '../contract/calls';
 
 export type RequestLogMode = 'all' | 'errors' | 'off';
 
@@ -265,10 +266,8 @@ export class RequestLog {
 
   private async write(batch: RequestLogEntry[]): Promise<number> {
     const insert = async () => {
-      const { rows } = await this.o.pool.query<{ n: number }>('select api.record_requests($1::jsonb) as n', [
-        JSON.stringify(batch),
-      ]);
-      return rows[0]?.n ?? 0;
+      const rows = await apiQuery(this.o.pool, CALLS.recordRequests, { batch: JSON.stringify(batch) });
+      return (rows[0]?.n as number | undefined) ?? 0;
     };
     let stored: number;
     try {
@@ -276,7 +275,7 @@ export class RequestLog {
     } catch (err) {
       // 23514: no partition for a row (days without maintenance): create them, once.
       if ((err as { code?: string }).code !== '23514') throw err;
-      await this.o.pool.query('select api.request_log_partitions()');
+      await apiQuery(this.o.pool, CALLS.requestLogPartitions, {});
       stored = await insert();
     }
     requestLogWritten.inc(stored);

@@ -13,7 +13,7 @@ import { makePartnerSchema } from '../../server/graphql/schema';
 import { TYPE_DEFS } from '../../server/graphql/type-defs';
 import { createPartnerApp } from '../../server/http/app';
 import { deprecateSdl, validateDeprecations } from '../../server/http/deprecations';
-import { DEPRECATIONS, E, type Deprecation } from '../../server/http/endpoints';
+import { DEPRECATIONS, E, type Deprecation } from '../../server/contract/endpoints';
 import { openApiDocument, openApiFor, openApiJson } from '../../server/http/openapi';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { OwnRedisServer } from '../support/redis-server';

@@ -6,10 +6,10 @@
 import type { RequestHandler } from 'express';
 import type { Express } from 'express';
 import { createPool } from '../../server/db/pools';
-import { PARTNER_PREFIX } from '../../server/http/partner';
+import { PARTNER_PREFIX } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
-import { ENDPOINTS } from '../../server/http/endpoints';
+import { ENDPOINTS } from '../../server/contract/endpoints';
 import { call, compileAllSchemas, get, validateResponse } from '../support/openapi';
 import { buildApp, testGuard, type LogCapture } from '../support/partner-app';
 import { testNow } from '../support/clock';

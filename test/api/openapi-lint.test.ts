@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { E } from '../../server/http/endpoints';
+import { E } from '../../server/contract/endpoints';
 import { openApiFor, openApiJson } from '../../server/http/openapi';
 
 const run = promisify(execFile);

@@ -5,7 +5,7 @@
  * refused with 410 and the error code GONE; a query that uses nothing deprecated is untouched.
  */
 import request from 'supertest';
-import { E, type Deprecation } from '../../server/http/endpoints';
+import { E, type Deprecation } from '../../server/contract/endpoints';
 import { openApiFor } from '../../server/http/openapi';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { bearer, issueKey } from '../support/partner';

@@ -6,7 +6,7 @@
  */
 import request from 'supertest';
 import type { Express } from 'express';
-import { PARTNER_PREFIX } from '../../server/http/partner';
+import { PARTNER_PREFIX } from '../../server/contract/identity';
 import { dirtyPart } from '../../server/http/input-hygiene';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';

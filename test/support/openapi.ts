@@ -9,7 +9,7 @@ import addFormats from 'ajv-formats';
 import type { Express } from 'express';
 import request from 'supertest';
 import { openApiDocument } from '../../server/http/openapi';
-import { PARTNER_PREFIX } from '../../server/http/partner';
+import { PARTNER_PREFIX } from '../../server/contract/identity';
 
 type Json = Record<string, unknown>;
 const doc = openApiDocument as unknown as Json;

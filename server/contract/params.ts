@@ -20,6 +20,19 @@ export interface NumberRule {
   minExclusive?: boolean;
 }
 
+// The caps of the partner contract (partner-api-v1.md, decisions.md), stated once for both transports.
+/** GET bars `limit` (GraphQL: the end of Query.bars). */
+export const BARS_LIMIT: IntRule = { min: 1, max: 250, default: 100 };
+/** GET bars `radius` in miles (GraphQL: near.radiusMiles). */
+export const RADIUS: NumberRule = { min: 0, max: 100, minExclusive: true };
+/** GET bars `ids` entries (GraphQL: Query.bars ids). */
+export const MAX_IDS = 100;
+/** Characters of a search text `q` (GET search, GET cities). */
+export const MAX_Q = 200;
+/** decisions.md v1.1: search serves the 1,000 best matches at most (api.search checks it too). */
+export const SEARCH_CAP = 1000;
+export const SEARCH_TYPES = ['bar', 'city'] as const;
+
 export const PAGE: IntRule = { min: 1, max: 2147483647, default: 1 };
 export const PER_PAGE: IntRule = { min: 1, max: 100, default: 20 };
 export const LATITUDE: NumberRule = { min: -90, max: 90 };
@@ -208,4 +221,15 @@ export function position(params: QueryParams): { latitude: number; longitude: nu
   if ((latitude === undefined) !== (longitude === undefined))
     throw badRequest('latitude and longitude must be given together');
   return latitude === undefined || longitude === undefined ? undefined : { latitude, longitude };
+}
+
+/** The v1.1 bar filters as the api functions' named arguments. */
+export function barFilterArgs(f: BarFilters) {
+  return {
+    open_now: f.openNow,
+    open_at: f.openAt,
+    price_levels: f.priceLevels,
+    min_rating: f.minRating,
+    statuses: f.statuses,
+  };
 }
