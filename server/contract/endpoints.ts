@@ -157,6 +157,9 @@ export interface Endpoint {
 
 export const ENDPOINTS: Endpoint[] = [];
 
+/** The GraphQL endpoint (beta) below the prefix: POST and GET, usage name 'graphql'. */
+export const GRAPHQL_ROUTE = '/graphql';
+
 /** Declares an endpoint (added to ENDPOINTS, hence to the OpenAPI document). */
 export function endpoint(e: Endpoint): Endpoint {
   ENDPOINTS.push(e);
@@ -467,7 +470,7 @@ export const E = {
 // ---------------------------------------------------------------- deprecations (docs/COMPATIBILITY.md)
 
 /**
- * One deprecation, declared once. Everything else follows from it (server/http/deprecations.ts):
+ * One deprecation, declared once. Everything else follows from it (server/contract/deprecations.ts):
  * the Deprecation / Sunset / Link headers on each request that uses it, `deprecated: true` in the
  * OpenAPI document, `@deprecated` in the partner GraphQL schema, the 410 after the sunset, and the
  * per-key count of deprecated calls in GET usage and the operator views.

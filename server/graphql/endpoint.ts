@@ -12,8 +12,8 @@
  * query's points -> execution (grafast) with `extensions.cost`. Nothing reads
  * the database before the limiter has counted the points.
  */
-import '../operator/graphile-env'; // before grafast is loaded
-import '../operator/node20-compat';
+import '../graphile/env'; // before grafast is loaded
+import '../graphile/node20-compat';
 import path from 'node:path';
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { execute } from 'postgraphile/grafast';
@@ -23,7 +23,7 @@ import type { Clock } from '../clock';
 import type { Pool } from '../db/pools';
 import { sendPublic, strongEtag } from '../http/caching';
 import { isDatabaseUnavailable } from '../contract/errors';
-import { keyHeaderHygiene } from '../http/input-hygiene';
+import { keyHeaderHygiene } from '../web/input-hygiene';
 import { PARTNER_PREFIX } from '../contract/identity';
 import type { Logger } from '../log';
 import { graphqlPoints, graphqlRejections, graphqlRequests } from '../metrics';
@@ -32,11 +32,11 @@ import { RequestData } from './data';
 import { prepareQuery, Rejection, requestParams, type PreparedQuery } from './document';
 import { NODE_LIMIT } from './cost';
 import { makePartnerSchema, type GraphqlContext, type RateLimitView } from './schema';
-import { announce, dayStart, goneMessage, graphqlDeprecationUses } from '../http/deprecations';
-import { DEPRECATIONS, type Deprecation } from '../contract/endpoints';
+import { announce, dayStart, goneMessage, graphqlDeprecationUses } from '../contract/deprecations';
+import { DEPRECATIONS, type Deprecation, GRAPHQL_ROUTE } from '../contract/endpoints';
 
 /** Routes are relative to the partner prefix (usage counts the endpoint as 'graphql'). */
-const ROUTE = '/graphql';
+const ROUTE = GRAPHQL_ROUTE;
 export const GRAPHQL_PATH = `${PARTNER_PREFIX}${ROUTE}`;
 export const SCHEMA_PATH = `${GRAPHQL_PATH}/schema.graphql`;
 export const EXPLORER_PATH = `${GRAPHQL_PATH}/explorer`;

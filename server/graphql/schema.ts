@@ -5,7 +5,7 @@
  * match, a busiest bar) reads GET bars/:id's object for the fields that form
  * lacks, batched per tick.
  */
-import { deprecateSdl } from '../http/deprecations';
+import { deprecateSdl } from '../contract/deprecations';
 import { DEPRECATIONS, type Deprecation } from '../contract/endpoints';
 import { makeGrafastSchema } from 'postgraphile/grafast';
 import type { GraphQLResolveInfo, GraphQLSchema } from 'postgraphile/graphql';

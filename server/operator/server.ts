@@ -3,8 +3,8 @@
  * default) with PostGraphile's grafserv at /graphql behind operator bearer
  * tokens, and the ruru IDE at /graphiql outside production.
  */
-import './graphile-env'; // before PostGraphile is loaded
-import './node20-compat';
+import '../graphile/env'; // before PostGraphile is loaded
+import '../graphile/node20-compat';
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -9,7 +9,7 @@
  * to the subscriber's alert contacts the first time the subscriber calls it.
  */
 import type { Pool } from '../db/pools';
-import type { DeprecationUse } from '../http/deprecations';
+import type { DeprecationUse } from '../contract/deprecations';
 import type { Logger } from '../log';
 import { CALLS, apiQuery } from '../contract/calls';
 

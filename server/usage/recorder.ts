@@ -10,7 +10,7 @@ import type { Logger } from '../log';
 import { CALLS, apiQuery } from '../contract/calls';
 
 /** Requests that matched no endpoint (unknown path, or rejected before routing). */
-export const NO_ENDPOINT = '(none)';
+export { NO_ENDPOINT } from '../contract/match';
 
 interface Counter {
   day: string;

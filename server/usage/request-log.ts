@@ -20,7 +20,7 @@
  * - close() (SIGTERM) writes what is buffered.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { endpointBeforeRouting } from '../credentials/endpoint';
+import { endpointOf } from '../contract/match';
 import type { Pool } from '../db/pools';
 import { isDatabaseUnavailable } from '../contract/errors';
 import type { PartnerIdentity } from '../contract/identity';
@@ -185,7 +185,7 @@ export class RequestLog {
       api_key_id: partner?.keyId ?? null,
       method: req.method,
       path: redactKeys(req.originalUrl).slice(0, PATH_MAX),
-      endpoint: ctx?.endpoint ?? routeOf(req) ?? endpointBeforeRouting(req),
+      endpoint: ctx?.endpoint ?? endpointOf(req),
       status,
       error: message === undefined ? null : redactText(message).slice(0, 1000),
       duration_ms: Math.round(durationMs * 1000) / 1000,
@@ -290,9 +290,4 @@ export class RequestLog {
     await this.flush();
     return { requestLogWritten: this.written - before, requestLogLeft: this.buffer.length };
   }
-}
-
-function routeOf(req: Request): string | undefined {
-  const path = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === 'string' ? path.replace(/^\//, '') || '/' : undefined;
 }

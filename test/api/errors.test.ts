@@ -379,7 +379,7 @@ describe('partner API errors', () => {
           '/test_endpoint',
         ]),
       );
-      // every declared endpoint (server/http/endpoints.ts) is documented
+      // every declared endpoint (server/contract/endpoints.ts) is documented
       for (const e of ENDPOINTS) expect(res.body.paths[e.path]).toBeDefined();
       expect((await get(locked, `${P}/bars`)).status).toBe(401);
     });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { E } from '../../server/contract/endpoints';
-import { openApiFor, openApiJson } from '../../server/http/openapi';
+import { openApiFor, openApiJson } from '../../server/openapi/document';
 
 const run = promisify(execFile);
 

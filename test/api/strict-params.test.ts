@@ -7,7 +7,7 @@
 import type { Express } from 'express';
 import request from 'supertest';
 import { ENDPOINTS, acceptedNames } from '../../server/contract/endpoints';
-import { openApiDocument } from '../../server/http/openapi';
+import { openApiDocument } from '../../server/openapi/document';
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';

@@ -6,7 +6,7 @@
  */
 import request from 'supertest';
 import { E, type Deprecation } from '../../server/contract/endpoints';
-import { openApiFor } from '../../server/http/openapi';
+import { openApiFor } from '../../server/openapi/document';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { bearer, issueKey } from '../support/partner';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';

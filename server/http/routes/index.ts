@@ -5,7 +5,7 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { systemClock } from '../../clock';
-import type { PartnerAppDeps } from '../app';
+import type { PartnerAppDeps } from '../deps';
 import { sendCacheable } from '../caching';
 import { E, expressPath, strictQuery, type Endpoint } from '../../contract/endpoints';
 import { HttpError } from '../../contract/errors';

@@ -4,10 +4,10 @@
  * one of its FREE_ENDPOINTS) and api.usage's latest alerts.
  */
 import { Router } from 'express';
-import type { PartnerAppDeps } from '../app';
+import type { PartnerAppDeps } from '../deps';
 import { sendCacheable } from '../caching';
 import { DEPRECATIONS, E, ENDPOINTS, expressPath, strictQuery } from '../../contract/endpoints';
-import { deprecationWhat, sunsetTimestamp } from '../deprecations';
+import { deprecationWhat, sunsetTimestamp } from '../../contract/deprecations';
 import { QueryParams, badRequest } from '../../contract/params';
 import type { PartnerIdentity } from '../../contract/identity';
 import { rateLimitContext } from '../../ratelimit/limiters';

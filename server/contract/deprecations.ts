@@ -14,7 +14,7 @@
  *
  * The clock is injected (`now`), so tests of "after the sunset" do not depend on the date.
  */
-import '../operator/graphile-env'; // before anything from postgraphile
+import '../graphile/env'; // before anything from postgraphile
 import type { RequestHandler, Response } from 'express';
 import {
   getNamedType,
@@ -31,8 +31,8 @@ import {
   type FieldDefinitionNode,
   type InputValueDefinitionNode,
 } from 'postgraphile/graphql';
-import { ENDPOINTS, type Deprecation, type Schema } from '../contract/endpoints';
-import { sendError } from '../contract/errors';
+import { ENDPOINTS, type Deprecation, type Schema } from './endpoints';
+import { sendError } from './errors';
 
 /** A sunset at least this many calendar months after the deprecation (decisions.md, COMPATIBILITY.md). */
 export const MIN_NOTICE_MONTHS = 6;
