@@ -92,6 +92,12 @@ export class QueryParams {
     return n;
   }
 
+  /** A decimal number, unchecked (NaN: not one); the rule is applied by the caller. */
+  decimal(name: string): number | undefined {
+    const raw = this.string(name);
+    return raw === undefined ? undefined : toDecimal(raw);
+  }
+
   number(name: string, rule: NumberRule): number | undefined {
     return parseNumber(name, this.string(name), rule);
   }
@@ -110,34 +116,13 @@ export class QueryParams {
   /** YYYY-MM-DD or an ISO 8601 date-time (offset optional: without one it is the city's local time). */
   date(name: string): string | undefined {
     const raw = this.string(name);
-    if (raw === undefined) return undefined;
-    const message = `${name} must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)`;
-    plusSentAsSpace(name, raw);
-    const d = DATE.exec(raw);
-    if (d) {
-      if (!validDate(d[1]!, d[2]!, d[3]!)) throw badRequest(message);
-      return raw;
-    }
-    const t = DATE_TIME.exec(raw);
-    if (!t || !validDate(t[1]!, t[2]!, t[3]!)) throw badRequest(message);
-    const [hour, minute, second] = [Number(t[4]), Number(t[5]), Number(t[6] ?? 0)];
-    const [offsetHour, offsetMinute] = [Number(t[8] ?? 0), Number(t[9] ?? 0)];
-    if (hour > 23 || minute > 59 || second > 59 || offsetHour > 14 || offsetMinute > 59) throw badRequest(message);
-    return raw;
+    return raw === undefined ? undefined : rules.date(name, raw);
   }
 
   /** An ISO 8601 date-time with an offset (Z or ±hh:mm), e.g. open_at. */
   dateTime(name: string): string | undefined {
     const raw = this.string(name);
-    if (raw === undefined) return undefined;
-    plusSentAsSpace(name, raw);
-    const message = `${name} must be an ISO 8601 date-time with an offset (e.g. 2026-11-22T21:30:00Z or 2026-11-22T15:30:00-06:00)`;
-    const t = DATE_TIME.exec(raw);
-    if (!t || t[7] === undefined || !validDate(t[1]!, t[2]!, t[3]!)) throw badRequest(message);
-    const [hour, minute, second] = [Number(t[4]), Number(t[5]), Number(t[6] ?? 0)];
-    const [offsetHour, offsetMinute] = [Number(t[8] ?? 0), Number(t[9] ?? 0)];
-    if (hour > 23 || minute > 59 || second > 59 || offsetHour > 14 || offsetMinute > 59) throw badRequest(message);
-    return raw;
+    return raw === undefined ? undefined : rules.dateTime(name, raw);
   }
 
   boolean(name: string): boolean | undefined {
@@ -149,13 +134,15 @@ export class QueryParams {
 
   /** A comma-separated list of allowed values (any of them), duplicates once. */
   listOf<T extends string>(name: string, allowed: readonly T[]): T[] | undefined {
-    const raw = this.string(name);
-    if (raw === undefined) return undefined;
-    const items = raw.split(',').map((s) => s.trim());
-    if (items.some((i) => !(allowed as readonly string[]).includes(i))) {
-      throw badRequest(`${name} must be a comma-separated list of ${allowed.join(', ')}`);
-    }
-    return [...new Set(items)] as T[];
+    const items = this.list(name);
+    return items === undefined ? undefined : rules.listOf(name, items, allowed);
+  }
+
+  /** A comma-separated list, items trimmed. */
+  list(name: string): string[] | undefined {
+    return this.string(name)
+      ?.split(',')
+      .map((s) => s.trim());
   }
 
   oneOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {
@@ -181,11 +168,12 @@ function single(name: string, value: unknown): string | undefined {
 }
 
 function parseNumber(name: string, raw: string | undefined, rule: NumberRule): number | undefined {
-  if (raw === undefined) return undefined;
-  const n = DECIMAL.test(raw) ? Number(raw) : NaN;
-  const inRange = rule.minExclusive ? n > rule.min : n >= rule.min;
-  if (!Number.isFinite(n) || !inRange || n > rule.max) throw badRequest(`${name} must be a number ${rangeText(rule)}`);
-  return n;
+  return raw === undefined ? undefined : rules.number(name, toDecimal(raw), rule);
+}
+
+/** A decimal number's value, NaN for anything else. */
+function toDecimal(raw: string): number {
+  return DECIMAL.test(raw) ? Number(raw) : NaN;
 }
 
 export const PRICE_LEVELS = ['1', '2', '3', '4'] as const;
@@ -202,15 +190,113 @@ export interface BarFilters {
 
 /** The filters of GET bars and GET bars_by_city (decisions.md v1.1 "Filters"). */
 export function barFilters(params: QueryParams): BarFilters {
-  const openNow = params.boolean('open_now');
-  const openAt = params.dateTime('open_at');
-  if (openNow !== undefined && openAt !== undefined) throw badRequest('open_at cannot be combined with open_now');
+  const n = REST_FILTER_NAMES;
+  return checkedBarFilters(
+    {
+      openNow: () => params.boolean(n.openNow),
+      openAt: () => params.string(n.openAt),
+      priceLevels: () => params.list(n.priceLevels),
+      minRating: () => params.decimal(n.minRating),
+      statuses: () => params.list(n.statuses),
+    },
+    n,
+  );
+}
+/**
+ * The parameter rules on values, the parameter named by the caller: REST reads
+ * them from the query string (QueryParams), GraphQL from typed arguments, and
+ * each names its own parameter (`start_date`, `startDate`) in the 400 text.
+ */
+export const rules = {
+  /** YYYY-MM-DD or an ISO 8601 date-time (offset optional: without one it is the city's local time). */
+  date(name: string, raw: string): string {
+    const message = `${name} must be a date (YYYY-MM-DD) or an ISO 8601 date-time (e.g. 2026-11-22T21:30:00Z)`;
+    plusSentAsSpace(name, raw);
+    const d = DATE.exec(raw);
+    if (d) {
+      if (!validDate(d[1]!, d[2]!, d[3]!)) throw badRequest(message);
+      return raw;
+    }
+    const t = DATE_TIME.exec(raw);
+    if (!t || !validDate(t[1]!, t[2]!, t[3]!)) throw badRequest(message);
+    const [hour, minute, second] = [Number(t[4]), Number(t[5]), Number(t[6] ?? 0)];
+    const [offsetHour, offsetMinute] = [Number(t[8] ?? 0), Number(t[9] ?? 0)];
+    if (hour > 23 || minute > 59 || second > 59 || offsetHour > 14 || offsetMinute > 59) throw badRequest(message);
+    return raw;
+  },
+
+  /** An ISO 8601 date-time with an offset (Z or ±hh:mm), e.g. open_at. */
+  dateTime(name: string, raw: string): string {
+    plusSentAsSpace(name, raw);
+    const message = `${name} must be an ISO 8601 date-time with an offset (e.g. 2026-11-22T21:30:00Z or 2026-11-22T15:30:00-06:00)`;
+    const t = DATE_TIME.exec(raw);
+    if (!t || t[7] === undefined || !validDate(t[1]!, t[2]!, t[3]!)) throw badRequest(message);
+    const [hour, minute, second] = [Number(t[4]), Number(t[5]), Number(t[6] ?? 0)];
+    const [offsetHour, offsetMinute] = [Number(t[8] ?? 0), Number(t[9] ?? 0)];
+    if (hour > 23 || minute > 59 || second > 59 || offsetHour > 14 || offsetMinute > 59) throw badRequest(message);
+    return raw;
+  },
+
+  /** Items from a list of allowed values (any of them), duplicates once. */
+  listOf<T extends string>(name: string, items: readonly string[], allowed: readonly T[]): T[] {
+    if (items.some((i) => !(allowed as readonly string[]).includes(i))) {
+      throw badRequest(`${name} must be a comma-separated list of ${allowed.join(', ')}`);
+    }
+    return [...new Set(items)] as T[];
+  },
+
+  /** A number within a rule (NaN: not a number). */
+  number(name: string, n: number, rule: NumberRule): number {
+    const inRange = rule.minExclusive ? n > rule.min : n >= rule.min;
+    if (!Number.isFinite(n) || !inRange || n > rule.max)
+      throw badRequest(`${name} must be a number ${rangeText(rule)}`);
+    return n;
+  },
+};
+
+/** The filters' parameter names in each transport's spelling. */
+export interface FilterNames {
+  openNow: string;
+  openAt: string;
+  priceLevels: string;
+  minRating: string;
+  statuses: string;
+}
+const REST_FILTER_NAMES: FilterNames = {
+  openNow: 'open_now',
+  openAt: 'open_at',
+  priceLevels: 'price_level',
+  minRating: 'min_rating',
+  statuses: 'status',
+};
+
+/** The filters as given, read in this order (the first bad one is the 400). */
+export interface FilterInput {
+  openNow(): boolean | undefined;
+  openAt(): string | undefined;
+  priceLevels(): string[] | undefined;
+  minRating(): number | undefined;
+  statuses(): string[] | undefined;
+}
+
+/** The v1.1 filters' rules (decisions.md v1.1 "Filters"), for both transports. */
+export function checkedBarFilters(input: FilterInput, names: FilterNames): BarFilters {
+  const openNow = input.openNow();
+  const rawOpenAt = input.openAt();
+  const openAt = rawOpenAt === undefined ? undefined : rules.dateTime(names.openAt, rawOpenAt);
+  if (openNow !== undefined && openAt !== undefined)
+    throw badRequest(`${names.openAt} cannot be combined with ${names.openNow}`);
+  const priceLevels = input.priceLevels();
+  const levels = priceLevels && rules.listOf(names.priceLevels, priceLevels, PRICE_LEVELS).map(Number);
+  const minRating = input.minRating();
+  const rating = minRating === undefined ? undefined : rules.number(names.minRating, minRating, RATING);
+  const statuses = input.statuses();
   return {
     openNow: openNow ?? null,
     openAt: openAt ?? null,
-    priceLevels: params.listOf('price_level', PRICE_LEVELS)?.map(Number) ?? null,
-    minRating: params.number('min_rating', RATING) ?? null,
-    statuses: params.listOf('status', STATUSES) ?? null,
+    priceLevels: levels ?? null,
+    minRating: rating ?? null,
+    statuses: statuses === undefined ? null : rules.listOf(names.statuses, statuses, STATUSES),
   };
 }
 

@@ -16,12 +16,14 @@ import {
   LONGITUDE,
   MAX_IDS,
   MAX_Q,
-  QueryParams,
   RADIUS,
   SEARCH_CAP,
   barFilterArgs,
-  barFilters,
+  checkedBarFilters,
+  rules,
   type BarFilters,
+  type FilterNames,
+  type NumberRule,
 } from '../contract/params';
 import {
   connection,
@@ -57,29 +59,25 @@ type Resolver = (source: Json, args: Args, ctx: GraphqlContext, info: GraphQLRes
 const BARS_CAP = BARS_LIMIT.max; // the list ends at GET bars' limit maximum
 const NO_FILTERS: BarFilters = { openNow: null, openAt: null, priceLevels: null, minRating: null, statuses: null };
 
-/** A REST parameter check (HttpError 400) as a GraphQL input error, the parameter named as in GraphQL. */
-function restChecked<T>(names: Record<string, string>, check: () => T): T {
+/** A contract rule's 400 (the argument named as in GraphQL) as a GraphQL input error. */
+function checked<T>(check: () => T): T {
   try {
     return check();
   } catch (e) {
-    if (e instanceof HttpError && e.status === 400) {
-      let message = e.message;
-      for (const [rest, gql] of Object.entries(names)) message = message.replaceAll(rest, gql);
-      throw userError(message);
-    }
+    if (e instanceof HttpError && e.status === 400) throw userError(e.message);
     throw e;
   }
 }
 
-const FILTER_NAMES = {
-  open_now: 'filters.openNow',
-  open_at: 'filters.openAt',
-  price_level: 'filters.priceLevels',
-  min_rating: 'filters.minRating',
-  status: 'filters.statuses',
+const FILTER_NAMES: FilterNames = {
+  openNow: 'filters.openNow',
+  openAt: 'filters.openAt',
+  priceLevels: 'filters.priceLevels',
+  minRating: 'filters.minRating',
+  statuses: 'filters.statuses',
 };
 
-/** The filters checked by REST's own barFilters (one rule for both). */
+/** The filters, checked by the contract's rules (the same as GET bars'), named as GraphQL arguments. */
 function filtersOf(input: unknown): BarFilters {
   const f = (input ?? {}) as {
     openNow?: boolean | null;
@@ -88,24 +86,27 @@ function filtersOf(input: unknown): BarFilters {
     minRating?: number | null;
     statuses?: string[] | null;
   };
-  const q: Record<string, string> = {};
-  if (f.openNow != null) q.open_now = String(f.openNow);
-  if (f.openAt != null) q.open_at = f.openAt;
-  if (f.priceLevels != null) q.price_level = f.priceLevels.join(',');
-  if (f.minRating != null) q.min_rating = String(f.minRating);
-  if (f.statuses != null) q.status = f.statuses.join(',');
-  return restChecked(FILTER_NAMES, () => barFilters(new QueryParams(q)));
+  return checked(() =>
+    checkedBarFilters(
+      {
+        openNow: () => f.openNow ?? undefined,
+        openAt: () => f.openAt ?? undefined,
+        priceLevels: () => f.priceLevels?.map(String),
+        minRating: () => f.minRating ?? undefined,
+        statuses: () => f.statuses ?? undefined,
+      },
+      FILTER_NAMES,
+    ),
+  );
 }
 
 function dateOf(name: string, value: unknown): string | null {
-  if (value == null) return null;
-  const rest = name === 'startDate' ? 'start_date' : 'end_date';
-  return restChecked({ [rest]: name }, () => new QueryParams({ [rest]: String(value) }).date(rest)) ?? null;
+  return value == null ? null : checked(() => rules.date(name, String(value)));
 }
 
-function checkCoordinate(name: string, value: number, rule: { min: number; max: number }): void {
-  if (!(value >= rule.min && value <= rule.max))
-    throw userError(`${name} must be a number between ${rule.min} and ${rule.max}`);
+/** A coordinate or radius by the contract's rule (GET bars' latitude, longitude, radius). */
+function checkNumber(name: string, value: number, rule: NumberRule): void {
+  checked(() => rules.number(name, value, rule));
 }
 
 function checkText(name: string, value: unknown): string {
@@ -224,16 +225,15 @@ const Query: Record<string, Resolver> = {
       corner2: { latitude: number; longitude: number };
     } | null;
     if (near) {
-      checkCoordinate('near.latitude', near.latitude, LATITUDE);
-      checkCoordinate('near.longitude', near.longitude, LONGITUDE);
-      if (near.radiusMiles != null && !(near.radiusMiles > RADIUS.min && near.radiusMiles <= RADIUS.max))
-        throw userError(`near.radiusMiles must be a number greater than 0 and at most ${RADIUS.max}`);
+      checkNumber('near.latitude', near.latitude, LATITUDE);
+      checkNumber('near.longitude', near.longitude, LONGITUDE);
+      if (near.radiusMiles != null) checkNumber('near.radiusMiles', near.radiusMiles, RADIUS);
       if (near.radiusMiles != null && box) throw userError('near.radiusMiles cannot be combined with box');
     }
     if (box) {
       for (const c of ['corner1', 'corner2'] as const) {
-        checkCoordinate(`box.${c}.latitude`, box[c].latitude, LATITUDE);
-        checkCoordinate(`box.${c}.longitude`, box[c].longitude, LONGITUDE);
+        checkNumber(`box.${c}.latitude`, box[c].latitude, LATITUDE);
+        checkNumber(`box.${c}.longitude`, box[c].longitude, LONGITUDE);
       }
     }
     const f = filtersOf(args.filters);
@@ -308,8 +308,8 @@ const Query: Record<string, Resolver> = {
     const q = checkText('q', args.q);
     const near = args.near as { latitude: number; longitude: number } | null;
     if (near) {
-      checkCoordinate('near.latitude', near.latitude, LATITUDE);
-      checkCoordinate('near.longitude', near.longitude, LONGITUDE);
+      checkNumber('near.latitude', near.latitude, LATITUDE);
+      checkNumber('near.longitude', near.longitude, LONGITUDE);
     }
     if (w.offset >= SEARCH_CAP) return connection([], w, 0, false);
     const p = await pagedWindow(w, async (pg, perPage) =>
