@@ -32,6 +32,8 @@ export const MAX_Q = 200;
 /** decisions.md v1.1: search serves the 1,000 best matches at most (api.search checks it too). */
 export const SEARCH_CAP = 1000;
 export const SEARCH_TYPES = ['bar', 'city'] as const;
+/** GET usage/requests `limit` (entries per page). */
+export const USAGE_REQUESTS_LIMIT: IntRule = { min: 1, max: 200, default: 50 };
 
 export const PAGE: IntRule = { min: 1, max: 2147483647, default: 1 };
 export const PER_PAGE: IntRule = { min: 1, max: 100, default: 20 };

@@ -8,7 +8,7 @@ import type { PartnerAppDeps } from '../deps';
 import { sendCacheable } from '../caching';
 import { DEPRECATIONS, E, ENDPOINTS, expressPath, strictQuery } from '../../contract/endpoints';
 import { deprecationWhat, sunsetTimestamp } from '../../contract/deprecations';
-import { QueryParams, badRequest } from '../../contract/params';
+import { QueryParams, USAGE_REQUESTS_LIMIT, badRequest } from '../../contract/params';
 import type { PartnerIdentity } from '../../contract/identity';
 import { rateLimitContext } from '../../ratelimit/limiters';
 import { BUCKETS } from '../../ratelimit/windows';
@@ -84,7 +84,7 @@ export function usageRoutes(deps: PartnerAppDeps): Router {
       throw badRequest('request_id must be 1 to 128 characters (an X-Request-Id)');
     const since = q.dateTime('since');
     const until = q.dateTime('until');
-    const limit = q.int('limit', { min: 1, max: 200, default: 50 });
+    const limit = q.int('limit', USAGE_REQUESTS_LIMIT);
     const cursor = cursorParam(q.string('cursor'));
     const rows = await apiQuery(deps.pool, CALLS.usageRequests, {
       subscriber_id: partner.subscriberId,
