@@ -5,6 +5,7 @@
  * contrib extension; created in the bench database when missing), so a first
  * run after a restart or a page-cache reclaim measures the same thing as the next.
  */
+import { CALLS, apiSql } from '../server/contract/calls';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -89,7 +90,8 @@ export async function warm(client: pg.Client): Promise<string> {
 
 /** One pgbench run of `api.bar` with random ids (4 clients, 2 threads); TPS, or undefined without pgbench. */
 export function pgbenchBar(databaseUrl: string, bars: number, seconds: number): number | undefined {
-  const script = `\\set id random(1, ${bars})\nselect api.bar(p_id => :id::text);\n`;
+  const call = apiSql(CALLS.bar, { id: 'id' }, (_n, name) => `:${name}`).text.replace('::text as body', '');
+  const script = `\\set id random(1, ${bars})\n${call.replace(':id', ':id::text')};\n`;
   const run = spawnSync('pgbench', ['-n', '-c', '4', '-j', '2', '-T', String(seconds), '-f', '-', databaseUrl], {
     input: script,
     encoding: 'utf8',

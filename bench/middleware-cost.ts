@@ -18,7 +18,7 @@ import pino from 'pino';
 import { createPartnerGuard } from '../server/credentials/guard';
 import { createPool } from '../server/db/pools';
 import { accessLog } from '../server/http/access-log';
-import { keyHeaderHygiene, urlHygiene } from '../server/http/input-hygiene';
+import { keyHeaderHygiene, urlHygiene } from '../server/web/input-hygiene';
 import { onlyGetAndHead, requireJsonAcceptable, strictTransportSecurity } from '../server/http/negotiation';
 import { requestId } from '../server/http/request-id';
 

@@ -5,6 +5,7 @@
  * (autocannon) and the SQL call with bind values (database time, EXPLAIN).
  */
 import type pg from 'pg';
+import { CALLS, apiSql, type ApiCall, type CallArgs } from '../server/contract/calls';
 
 export interface Call {
   /** Path and query below the partner prefix, URL-encoded. */
@@ -74,8 +75,8 @@ export async function sampleData(client: pg.Client): Promise<Sample> {
   // The exact totals of the biggest cities (their last pages are worst cases), from the endpoints themselves.
   for (const c of (cities as City[]).slice(0, 5)) {
     const { rows } = await client.query(
-      `select (api.events($1, $2)->'pagination'->>'total_count')::int as events,
-      (api.posts($1, $2)->'pagination'->>'total_count')::int as posts`,
+      `select (${inner(CALLS.events)}->'pagination'->>'total_count')::int as events,
+      (${inner(CALLS.posts)}->'pagination'->>'total_count')::int as posts`,
       [c.state, c.name],
     );
     Object.assign(c, rows[0]);
@@ -110,24 +111,17 @@ const page = (count: number, perPage: number) => {
   return r < 0.6 ? int(1, Math.min(3, last)) : r < 0.85 ? int(1, last) : last;
 };
 
-// SQL as the routes send it (server/http/routes/index.ts).
-const SQL = {
-  test: 'select api.test_endpoint(p_subscriber_id => $1, p_plan => $2)::text as body',
-  bars: `select api.bars(p_ids => $1, p_category => $2, p_latitude => $3, p_longitude => $4, p_radius => $5,
-    p_corner1_latitude => $6, p_corner1_longitude => $7, p_corner2_latitude => $8, p_corner2_longitude => $9,
-    p_limit => $10, p_open_now => $11, p_open_at => $12, p_price_levels => $13, p_min_rating => $14,
-    p_statuses => $15)::text as body`,
-  bar: 'select api.bar(p_id => $1)::text as body',
-  barsByCity: `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3, p_page => $4, p_per_page => $5,
-    p_open_now => $6, p_open_at => $7, p_price_levels => $8, p_min_rating => $9, p_statuses => $10)::text as body`,
-  events: `select api.events(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-    p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8)::text as body`,
-  posts: `select api.posts(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-    p_group_slug => $5, p_page => $6, p_per_page => $7)::text as body`,
-  feed: 'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4)::text as body',
-  search: `select api.search(p_q => $1, p_latitude => $2, p_longitude => $3, p_page => $4, p_per_page => $5,
-    p_type => $6)::text as body`,
-};
+/** A call's function expression on $1 state, $2 city (for totals read inside a larger statement). */
+const inner = (c: typeof CALLS.events | typeof CALLS.posts) =>
+  apiSql(c, { state: 1, city: 2 })
+    .text.replace(/^select /, '')
+    .replace(/::text as body$/, '');
+
+/** A call as the routes send it (server/contract/calls.ts; p_now left to the database's now()). */
+function stmt<C extends ApiCall>(c: C, args: CallArgs<C>): { sql: string; values: unknown[] } {
+  const { text, values } = apiSql(c, args);
+  return { sql: text, values };
+}
 
 const CLASSIFICATIONS = ['live_music', 'dj', 'trivia', 'karaoke', 'happy_hour', 'sports', 'comedy', 'special'];
 
@@ -146,13 +140,13 @@ const filterQuery = (f: Filters = {}) => ({
   min_rating: f.minRating,
   status: f.statuses?.join(','),
 });
-const filterValues = (f: Filters = {}) => [
-  f.openNow ?? null,
-  f.openAt ?? null,
-  f.priceLevels ?? null,
-  f.minRating ?? null,
-  f.statuses ?? null,
-];
+const filterValues = (f: Filters = {}) => ({
+  open_now: f.openNow ?? null,
+  open_at: f.openAt ?? null,
+  price_levels: f.priceLevels ?? null,
+  min_rating: f.minRating ?? null,
+  statuses: f.statuses ?? null,
+});
 /** Tuesday 10:30 UTC: 05:30 in New York, 02:30 in Los Angeles (few bars open). */
 const DAWN = '2026-11-24T10:30:00Z';
 /** A realistic filter mix: open now (most common), price, rating, busy bars, an evening instant. */
@@ -199,17 +193,19 @@ function barsCall(p: BarsParams, label?: string): Call {
   return {
     path,
     label,
-    sql: SQL.bars,
-    values: [
-      p.ids ?? null,
-      p.category ?? null,
-      p.latitude ?? null,
-      p.longitude ?? null,
-      p.radius ?? null,
-      ...(p.box ?? [null, null, null, null]),
-      p.limit,
+    ...stmt(CALLS.bars, {
+      ids: p.ids ?? null,
+      category: p.category ?? null,
+      latitude: p.latitude ?? null,
+      longitude: p.longitude ?? null,
+      radius: p.radius ?? null,
+      corner1_latitude: p.box?.[0] ?? null,
+      corner1_longitude: p.box?.[1] ?? null,
+      corner2_latitude: p.box?.[2] ?? null,
+      corner2_longitude: p.box?.[3] ?? null,
+      limit: p.limit,
       ...filterValues(p.filters),
-    ],
+    }),
   };
 }
 function cityCall(
@@ -230,30 +226,50 @@ function cityCall(
       return {
         label,
         path: base + query({ group_slug: q.group, ...filterQuery(q.filters), page: q.page, per_page: q.perPage }),
-        sql: SQL.barsByCity,
-        values: [c.state, c.name, q.group ?? null, q.page, q.perPage, ...filterValues(q.filters)],
+        ...stmt(CALLS.barsByCity, {
+          state: c.state,
+          city: c.name,
+          group_slug: q.group ?? null,
+          page: q.page,
+          per_page: q.perPage,
+          ...filterValues(q.filters),
+        }),
       };
     case 'events':
       return {
         label,
         path:
           base + query({ classification: q.classification, group_slug: q.group, page: q.page, per_page: q.perPage }),
-        sql: SQL.events,
-        values: [c.state, c.name, null, null, q.classification ?? null, q.group ?? null, q.page, q.perPage],
+        ...stmt(CALLS.events, {
+          state: c.state,
+          city: c.name,
+          start_date: null,
+          end_date: null,
+          classification: q.classification ?? null,
+          group_slug: q.group ?? null,
+          page: q.page,
+          per_page: q.perPage,
+        }),
       };
     case 'posts':
       return {
         label,
         path: base + query({ group_slug: q.group, page: q.page, per_page: q.perPage }),
-        sql: SQL.posts,
-        values: [c.state, c.name, null, null, q.group ?? null, q.page, q.perPage],
+        ...stmt(CALLS.posts, {
+          state: c.state,
+          city: c.name,
+          start_date: null,
+          end_date: null,
+          group_slug: q.group ?? null,
+          page: q.page,
+          per_page: q.perPage,
+        }),
       };
     case 'feed':
       return {
         label,
         path: base + query({ page: q.page, per_page: q.perPage }),
-        sql: SQL.feed,
-        values: [c.state, c.name, q.page, q.perPage],
+        ...stmt(CALLS.feed, { state: c.state, city: c.name, page: q.page, per_page: q.perPage }),
       };
   }
 }
@@ -268,8 +284,14 @@ function searchCall(
   return {
     label,
     path: `/search${query({ q, latitude: at?.lat, longitude: at?.lon, type, page: pg, per_page: perPage })}`,
-    sql: SQL.search,
-    values: [q, at?.lat ?? null, at?.lon ?? null, pg, perPage, type ?? null],
+    ...stmt(CALLS.search, {
+      q,
+      latitude: at?.lat ?? null,
+      longitude: at?.lon ?? null,
+      page: pg,
+      per_page: perPage,
+      type: type ?? null,
+    }),
   };
 }
 /** A one-letter typo: a letter dropped from the middle of a word. */
@@ -290,8 +312,8 @@ export function endpoints(s: Sample): Endpoint[] {
   return [
     {
       name: 'test_endpoint',
-      next: () => ({ path: '/test_endpoint', sql: SQL.test, values: ['bench', 'bench'] }),
-      fixed: { path: '/test_endpoint', sql: SQL.test, values: ['bench', 'bench'] },
+      next: () => ({ path: '/test_endpoint', ...stmt(CALLS.testEndpoint, { subscriber_id: 'bench', plan: 'bench' }) }),
+      fixed: { path: '/test_endpoint', ...stmt(CALLS.testEndpoint, { subscriber_id: 'bench', plan: 'bench' }) },
       worst: [],
     },
     {
@@ -336,10 +358,10 @@ export function endpoints(s: Sample): Endpoint[] {
       name: 'bar',
       next: () => {
         const id = randomId();
-        return { path: `/bars/${id}`, sql: SQL.bar, values: [id] };
+        return { path: `/bars/${id}`, ...stmt(CALLS.bar, { id }) };
       },
-      fixed: { path: '/bars/12345', sql: SQL.bar, values: ['12345'] },
-      worst: [{ path: `/bars/${s.maxBarId}`, sql: SQL.bar, values: [String(s.maxBarId)], label: 'last-bar' }],
+      fixed: { path: '/bars/12345', ...stmt(CALLS.bar, { id: '12345' }) },
+      worst: [{ path: `/bars/${s.maxBarId}`, ...stmt(CALLS.bar, { id: String(s.maxBarId) }), label: 'last-bar' }],
     },
     ...(['bars_by_city', 'events', 'posts', 'feed'] as const).map((kind): Endpoint => {
       const count = (c: City) => (kind === 'bars_by_city' ? c.bars : kind === 'events' ? c.events : c.posts);

@@ -5,7 +5,7 @@
  *   npm run client:generate -- check   exits 1 (naming the files) when a committed one differs
  *
  * - clients/typescript/openapi.json: the OpenAPI document served at /api/v1/partner/openapi.json
- *   (server/http/openapi.ts), indented;
+ *   (server/openapi/document.ts), indented;
  * - clients/typescript/src/generated/openapi.ts: its types, by openapi-typescript;
  * - clients/typescript/src/generated/graphql/*: typed documents of clients/typescript/graphql/*.graphql
  *   against the published SDL (server/graphql/schema.graphql), by @graphql-codegen/client-preset
@@ -19,7 +19,7 @@ import { preset } from '@graphql-codegen/client-preset';
 import { codegen } from '@graphql-codegen/core';
 import { buildSchema, parse } from 'graphql';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { openApiDocument } from '../server/http/openapi';
+import { openApiDocument } from '../server/openapi/document';
 
 const root = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');
 export const CLIENT_DIR = 'clients/typescript';

@@ -9,7 +9,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import pino from 'pino';
 import type { Pool } from '../server/db/pools';
 import { createPartnerApp } from '../server/http/app';
-import { sendError } from '../server/http/errors';
+import { sendError } from '../server/contract/errors';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [

@@ -26,7 +26,7 @@ import path from 'node:path';
 import { apiCompare } from 'api-smart-diff';
 import { projectRoot } from '../server/config';
 import { changelogEntries, type ChangelogEntry } from '../server/http/changelog';
-import { openApiJson } from '../server/http/openapi';
+import { openApiJson } from '../server/openapi/document';
 
 export const SNAPSHOT_FILE = 'docs/openapi/partner-v1.json';
 

@@ -16,12 +16,12 @@ import { loadConfig } from '../config';
 import { locateDatabase } from '../db/database';
 import { migrateDatabase } from '../../db/tools/migrate';
 import { createPool, type Pool } from '../db/pools';
-import { limit, parse, required, time, UsageError, uuid, type AdminCommand } from './args';
+import { limit, parse, required, time, UsageError, uuid, type AdminCommand } from '../cli/args';
 
 import { WEBHOOK_COMMANDS } from '../webhooks/cli';
 import { EMAIL_COMMANDS } from '../email/cli';
-export { UsageError } from './args';
-export type { AdminCommand } from './args';
+export { UsageError } from '../cli/args';
+export type { AdminCommand } from '../cli/args';
 
 // Every query is a constant; values travel as bind parameters.
 const SUBSCRIBER_JSON = `s.id, s.name, p.name as plan, s.status, s.subscription_ends_at, s.created_at, s.updated_at`;

@@ -11,8 +11,8 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Pool } from '../db/pools';
-import { sendError } from '../http/errors';
-import type { PartnerIdentity } from '../http/partner';
+import { sendError } from '../contract/errors';
+import type { PartnerIdentity } from '../contract/identity';
 import type { Logger } from '../log';
 import { RedisBreaker } from '../ratelimit/breaker';
 import {
@@ -25,12 +25,12 @@ import {
 import { windowEnd, windowStart } from '../ratelimit/windows';
 import { createRedisClient, type RedisClient, type RedisTarget } from '../redis';
 import { UsageAlerts } from '../usage/alerts';
-import { NO_ENDPOINT, UsageRecorder } from '../usage/recorder';
+import { UsageRecorder } from '../usage/recorder';
 import { SharedUsage } from '../usage/shared';
 import { HourlyUsage } from '../usage/history';
 import { DeprecatedCallTally } from '../usage/deprecated-calls';
-import { deprecatedCallsOf } from '../http/deprecations';
-import { endpointBeforeRouting } from './endpoint';
+import { deprecatedCallsOf } from '../contract/deprecations';
+import { NO_ENDPOINT, endpointOf } from '../contract/match';
 import { CredentialsChangeListener } from './change-listener';
 import { IdentityCache, type StoredIdentity } from './identity-cache';
 import { hashApiKey, presentedKey } from './key';
@@ -83,12 +83,6 @@ export function refusal(identity: StoredIdentity, now: number): string | undefin
   return undefined;
 }
 
-/** The matched route as a pattern ('bars/:id'), for usage accounting. */
-function endpointOf(req: Request): string {
-  const path = (req.route as { path?: unknown } | undefined)?.path;
-  return path === undefined ? NO_ENDPOINT : String(path).replace(/^\//, '') || '/';
-}
-
 /** Stands for "not looked up: the address is blocked". */
 const BLOCKED = Object.freeze({}) as StoredIdentity;
 
@@ -99,7 +93,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
   const breaker = redis
     ? new RedisBreaker(redis, { budgetMs: options.redisBudgetMs ?? 50, probeMs: options.redisProbeMs ?? 1000, logger })
     : undefined;
-  const limits = new PartnerRateLimits({ redis, breaker, redisPrefix, logger, endpointOf: endpointBeforeRouting });
+  const limits = new PartnerRateLimits({ redis, breaker, redisPrefix, logger, endpointOf });
   const cache = new IdentityCache(pool);
   const listener = new CredentialsChangeListener({
     connectionString: options.databaseUrl,
@@ -161,7 +155,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     res.once('finish', () => {
       const ctx = rateLimitContext(res);
       const rateLimited = res.statusCode === 429;
-      const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (http/deprecations.ts)
+      const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (contract/deprecations.ts)
       if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
       if (ctx.outcome?.shared) {
         sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script

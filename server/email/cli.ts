@@ -4,7 +4,7 @@
  * `email deliveries`. Addresses are validated by admin.set_alert_contacts
  * (the same function the operator GraphQL mutation calls).
  */
-import { parse, uuid, UsageError, type AdminCommand } from '../admin/args';
+import { parse, uuid, UsageError, type AdminCommand } from '../cli/args';
 import type { Pool } from '../db/pools';
 
 const STATUSES = ['pending', 'sent', 'failed'] as const;

@@ -11,12 +11,13 @@ import express, { Router, type Request, type Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { projectRoot } from '../config';
 import type { Pool } from '../db/pools';
-import { sendError } from '../http/errors';
+import { sendError } from '../contract/errors';
 import { clientAddress } from '../ratelimit/limiters';
 import { render } from './render';
 import { emailConfig } from './settings';
 import { UNSUBSCRIBE_PATH } from './task';
 import { verifyUnsubscribeToken, type ContactRef } from './token';
+import { CALLS, apiQuery } from '../contract/calls';
 
 export const UNSUBSCRIBE_PER_MINUTE = 30;
 
@@ -63,7 +64,7 @@ export function unsubscribeRoutes(options: UnsubscribeOptions): Router {
   router.post(UNSUBSCRIBE_PATH, limiter, express.urlencoded({ extended: false, limit: '1kb' }), async (req, res) => {
     const ref = contact(req, res);
     if (!ref) return;
-    await options.pool.query('select api.unsubscribe_alert_contact($1, $2)', [ref.subscriberId, ref.email]);
+    await apiQuery(options.pool, CALLS.unsubscribeAlertContact, { subscriber_id: ref.subscriberId, email: ref.email });
     sendPage(res, render('unsubscribed-page.html', { email: ref.email }));
   });
   router.all(UNSUBSCRIBE_PATH, (req, res) => {

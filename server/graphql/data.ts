@@ -6,38 +6,11 @@
  */
 import { systemClock, type Clock } from '../clock';
 import type { Pool } from '../db/pools';
-import { INVALID_INPUT } from '../http/errors';
+import { BAR_DETAILS_SQL, CALLS, apiSql, type ApiCall, type CallArgs } from '../contract/calls';
+import { INVALID_INPUT } from '../contract/errors';
 import { userError } from './connection';
 
 export type Json = Record<string, unknown>;
-
-export const SQL = {
-  bar: 'select api.bar(p_id => $1, p_now => $2)::text as body',
-  barsDetail:
-    'select api.bar(p_id => x.id, p_now => $2)::text as body from unnest($1::text[]) with ordinality x(id, n) order by x.n',
-  bars: `select api.bars(p_ids => $1, p_category => $2, p_latitude => $3, p_longitude => $4, p_radius => $5,
-        p_corner1_latitude => $6, p_corner1_longitude => $7, p_corner2_latitude => $8, p_corner2_longitude => $9,
-        p_limit => $10, p_open_now => $11, p_open_at => $12, p_price_levels => $13, p_min_rating => $14,
-        p_statuses => $15, p_now => $16)::text as body`,
-  barsByCity: `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3,
-        p_page => $4, p_per_page => $5, p_open_now => $6, p_open_at => $7, p_price_levels => $8,
-        p_min_rating => $9, p_statuses => $10, p_now => $11)::text as body`,
-  events: `select api.events(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-        p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8, p_now => $9)::text as body`,
-  posts: `select api.posts(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-        p_group_slug => $5, p_page => $6, p_per_page => $7, p_now => $8)::text as body`,
-  feed: 'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4, p_now => $5)::text as body',
-  search: `select api.search(p_q => $1, p_latitude => $2, p_longitude => $3,
-        p_page => $4, p_per_page => $5, p_type => $6)::text as body`,
-  categories: 'select api.categories()::text as body',
-  cities: 'select api.cities(p_state => $1, p_q => $2, p_page => $3, p_per_page => $4)::text as body',
-  groups: 'select api.groups(p_state => $1, p_city => $2)::text as body',
-  barPosts: 'select api.graphql_bar_posts(p_bar_id => $1, p_limit => $2, p_offset => $3)::text as body',
-  eventsById: 'select api.graphql_events(p_ids => $1)::text as body',
-} as const;
-
-/** The calls whose answer depends on the instant (open now, events today, ...): their last parameter is p_now. */
-const TAKES_NOW = new Set<string>([SQL.bar, SQL.bars, SQL.barsByCity, SQL.events, SQL.posts, SQL.feed]);
 
 type Waiter = { resolve(v: Json | null): void; reject(e: unknown): void };
 
@@ -92,7 +65,7 @@ export class RequestData {
   ) {
     this.now = clock();
     this.details = new Batcher(async (ids) => {
-      const { rows } = await this.pool.query<{ body: string | null }>(SQL.barsDetail, [ids, this.now]);
+      const { rows } = await this.pool.query<{ body: string | null }>(BAR_DETAILS_SQL, [ids, this.now]);
       const found = new Map<string, Json>();
       rows.forEach((r, i) => {
         if (r.body != null) found.set(ids[i]!, (JSON.parse(r.body) as Json).bar as Json);
@@ -102,16 +75,21 @@ export class RequestData {
     this.events = new Batcher(async (ids) => {
       const found = new Map<string, Json>();
       for (let i = 0; i < ids.length; i += 100) {
-        const { rows } = await this.pool.query<{ body: string }>(SQL.eventsById, [ids.slice(i, i + 100)]);
+        const { text, values } = apiSql(CALLS.graphqlEvents, { ids: ids.slice(i, i + 100) });
+        const { rows } = await this.pool.query<{ body: string }>(text, values);
         for (const e of JSON.parse(rows[0]!.body) as Json[]) found.set(String(e.id), e);
       }
       return found;
     });
   }
 
-  /** One api function call, parsed, once per request for the same arguments. */
-  call(sql: string, values: unknown[]): Promise<Json | null> {
-    if (TAKES_NOW.has(sql)) values = [...values, this.now];
+  /**
+   * One api function call (contract/calls.ts), parsed, once per request for the same arguments.
+   * The calls whose answer depends on the instant (open now, events today, ...) get the request's p_now.
+   */
+  call<C extends ApiCall>(c: C, args: CallArgs<C>): Promise<Json | null> {
+    const named = c.params.includes('now') ? { ...args, now: this.now } : args;
+    const { text: sql, values } = apiSql(c, named as CallArgs<C>);
     const key = `${sql}\u0000${JSON.stringify(values)}`;
     let p = this.memo.get(key);
     if (!p) {
@@ -140,7 +118,7 @@ export class RequestData {
   bar(id: string): Promise<Json | null> {
     return this.details.prime(
       id,
-      this.call(SQL.bar, [id]).then((r) => (r?.bar as Json | undefined) ?? null),
+      this.call(CALLS.bar, { id }).then((r) => (r?.bar as Json | undefined) ?? null),
     );
   }
 

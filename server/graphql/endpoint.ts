@@ -12,8 +12,8 @@
  * query's points -> execution (grafast) with `extensions.cost`. Nothing reads
  * the database before the limiter has counted the points.
  */
-import '../operator/graphile-env'; // before grafast is loaded
-import '../operator/node20-compat';
+import '../graphile/env'; // before grafast is loaded
+import '../graphile/node20-compat';
 import path from 'node:path';
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { execute } from 'postgraphile/grafast';
@@ -22,21 +22,21 @@ import { ruruHTML } from 'ruru/server';
 import type { Clock } from '../clock';
 import type { Pool } from '../db/pools';
 import { sendPublic, strongEtag } from '../http/caching';
-import { isDatabaseUnavailable } from '../http/errors';
-import { keyHeaderHygiene } from '../http/input-hygiene';
-import { PARTNER_PREFIX } from '../http/partner';
+import { isDatabaseUnavailable } from '../contract/errors';
+import { keyHeaderHygiene } from '../web/input-hygiene';
+import { PARTNER_PREFIX } from '../contract/identity';
 import type { Logger } from '../log';
 import { graphqlPoints, graphqlRejections, graphqlRequests } from '../metrics';
-import { rateLimitContext } from '../ratelimit/limiters';
+import { rateLimitContext, type RateLimitContext } from '../ratelimit/limiters';
 import { RequestData } from './data';
 import { prepareQuery, Rejection, requestParams, type PreparedQuery } from './document';
 import { NODE_LIMIT } from './cost';
 import { makePartnerSchema, type GraphqlContext, type RateLimitView } from './schema';
-import { announce, dayStart, goneMessage, graphqlDeprecationUses } from '../http/deprecations';
-import { DEPRECATIONS, type Deprecation } from '../http/endpoints';
+import { announce, dayStart, goneMessage, graphqlDeprecationUses } from '../contract/deprecations';
+import { DEPRECATIONS, type Deprecation, GRAPHQL_ROUTE } from '../contract/endpoints';
 
 /** Routes are relative to the partner prefix (usage counts the endpoint as 'graphql'). */
-const ROUTE = '/graphql';
+const ROUTE = GRAPHQL_ROUTE;
 export const GRAPHQL_PATH = `${PARTNER_PREFIX}${ROUTE}`;
 export const SCHEMA_PATH = `${GRAPHQL_PATH}/schema.graphql`;
 export const EXPLORER_PATH = `${GRAPHQL_PATH}/explorer`;
@@ -78,11 +78,12 @@ function send(res: Response, status: number, body: unknown, accept: string | und
   res.status(status).type(type).send(JSON.stringify(body));
 }
 
-/** The general rate-limit triple the limiter wrote (X-RateLimit-*), as GitHub's rateLimit object. */
+/** The limiter's general triple for this request (res.locals.rateLimit), as GitHub's rateLimit object. */
 function rateLimitOf(res: Response, cost: { points: number; nodes: number }): RateLimitView {
-  const reset = Number(res.getHeader('X-RateLimit-Reset') ?? 0);
-  const limit = Number(res.getHeader('X-RateLimit-Limit') ?? -1);
-  const remaining = Number(res.getHeader('X-RateLimit-Remaining') ?? -1);
+  const general = (res.locals.rateLimit as RateLimitContext | undefined)?.general;
+  const reset = general?.reset ?? 0;
+  const limit = general?.limit ?? -1;
+  const remaining = general?.remaining ?? -1;
   return {
     cost: cost.points,
     limit,

@@ -5,12 +5,26 @@
  * match, a busiest bar) reads GET bars/:id's object for the fields that form
  * lacks, batched per tick.
  */
-import { deprecateSdl } from '../http/deprecations';
-import { DEPRECATIONS, type Deprecation } from '../http/endpoints';
+import { deprecateSdl } from '../contract/deprecations';
+import { DEPRECATIONS, type Deprecation } from '../contract/endpoints';
 import { makeGrafastSchema } from 'postgraphile/grafast';
 import type { GraphQLResolveInfo, GraphQLSchema } from 'postgraphile/graphql';
-import { HttpError } from '../http/errors';
-import { barFilters, LATITUDE, LONGITUDE, QueryParams, type BarFilters } from '../http/params';
+import { HttpError } from '../contract/errors';
+import {
+  BARS_LIMIT,
+  LATITUDE,
+  LONGITUDE,
+  MAX_IDS,
+  MAX_Q,
+  RADIUS,
+  SEARCH_CAP,
+  barFilterArgs,
+  checkedBarFilters,
+  rules,
+  type BarFilters,
+  type FilterNames,
+  type NumberRule,
+} from '../contract/params';
 import {
   connection,
   notFound,
@@ -21,7 +35,8 @@ import {
   type Page,
   type Window,
 } from './connection';
-import { SQL, type Json, type RequestData } from './data';
+import { CALLS } from '../contract/calls';
+import { type Json, type RequestData } from './data';
 import { TYPE_DEFS } from './type-defs';
 
 export interface RateLimitView {
@@ -41,36 +56,28 @@ export interface GraphqlContext {
 type Args = Record<string, unknown>;
 type Resolver = (source: Json, args: Args, ctx: GraphqlContext, info: GraphQLResolveInfo) => unknown;
 
-/** The REST bounds these fields share with their REST parameters. */
-const BARS_CAP = 250; // GET bars limit maximum
-const SEARCH_CAP = 1000; // decisions.md v1.1: the 1,000 best matches at most
-const MAX_IDS = 100;
-const MAX_Q = 200;
-const RADIUS_MAX = 100;
+const BARS_CAP = BARS_LIMIT.max; // the list ends at GET bars' limit maximum
+const NO_FILTERS: BarFilters = { openNow: null, openAt: null, priceLevels: null, minRating: null, statuses: null };
 
-/** A REST parameter check (HttpError 400) as a GraphQL input error, the parameter named as in GraphQL. */
-function restChecked<T>(names: Record<string, string>, check: () => T): T {
+/** A contract rule's 400 (the argument named as in GraphQL) as a GraphQL input error. */
+function checked<T>(check: () => T): T {
   try {
     return check();
   } catch (e) {
-    if (e instanceof HttpError && e.status === 400) {
-      let message = e.message;
-      for (const [rest, gql] of Object.entries(names)) message = message.replaceAll(rest, gql);
-      throw userError(message);
-    }
+    if (e instanceof HttpError && e.status === 400) throw userError(e.message);
     throw e;
   }
 }
 
-const FILTER_NAMES = {
-  open_now: 'filters.openNow',
-  open_at: 'filters.openAt',
-  price_level: 'filters.priceLevels',
-  min_rating: 'filters.minRating',
-  status: 'filters.statuses',
+const FILTER_NAMES: FilterNames = {
+  openNow: 'filters.openNow',
+  openAt: 'filters.openAt',
+  priceLevels: 'filters.priceLevels',
+  minRating: 'filters.minRating',
+  statuses: 'filters.statuses',
 };
 
-/** The filters checked by REST's own barFilters (one rule for both). */
+/** The filters, checked by the contract's rules (the same as GET bars'), named as GraphQL arguments. */
 function filtersOf(input: unknown): BarFilters {
   const f = (input ?? {}) as {
     openNow?: boolean | null;
@@ -79,24 +86,27 @@ function filtersOf(input: unknown): BarFilters {
     minRating?: number | null;
     statuses?: string[] | null;
   };
-  const q: Record<string, string> = {};
-  if (f.openNow != null) q.open_now = String(f.openNow);
-  if (f.openAt != null) q.open_at = f.openAt;
-  if (f.priceLevels != null) q.price_level = f.priceLevels.join(',');
-  if (f.minRating != null) q.min_rating = String(f.minRating);
-  if (f.statuses != null) q.status = f.statuses.join(',');
-  return restChecked(FILTER_NAMES, () => barFilters(new QueryParams(q)));
+  return checked(() =>
+    checkedBarFilters(
+      {
+        openNow: () => f.openNow ?? undefined,
+        openAt: () => f.openAt ?? undefined,
+        priceLevels: () => f.priceLevels?.map(String),
+        minRating: () => f.minRating ?? undefined,
+        statuses: () => f.statuses ?? undefined,
+      },
+      FILTER_NAMES,
+    ),
+  );
 }
 
 function dateOf(name: string, value: unknown): string | null {
-  if (value == null) return null;
-  const rest = name === 'startDate' ? 'start_date' : 'end_date';
-  return restChecked({ [rest]: name }, () => new QueryParams({ [rest]: String(value) }).date(rest)) ?? null;
+  return value == null ? null : checked(() => rules.date(name, String(value)));
 }
 
-function checkCoordinate(name: string, value: number, rule: { min: number; max: number }): void {
-  if (!(value >= rule.min && value <= rule.max))
-    throw userError(`${name} must be a number between ${rule.min} and ${rule.max}`);
+/** A coordinate or radius by the contract's rule (GET bars' latitude, longitude, radius). */
+function checkNumber(name: string, value: number, rule: NumberRule): void {
+  checked(() => rules.number(name, value, rule));
 }
 
 function checkText(name: string, value: unknown): string {
@@ -159,30 +169,32 @@ interface CityKey {
   name: string;
 }
 
-function cityValues(city: Json): [string, string] {
-  return [String(city.state), String(city.name)];
+function cityValues(city: Json): { state: string; city: string } {
+  return { state: String(city.state), city: String(city.name) };
 }
 
 /** GET bars_by_city's first page: the city's events today and busiest bars (page-independent). */
 function cityListing(ctx: GraphqlContext, city: Json): Promise<Json | null> {
-  return ctx.data.call(SQL.barsByCity, [...cityValues(city), null, 1, 1, null, null, null, null, null]);
+  return ctx.data.call(CALLS.barsByCity, {
+    ...cityValues(city),
+    group_slug: null,
+    page: 1,
+    per_page: 1,
+    ...barFilterArgs(NO_FILTERS),
+  });
 }
 
 function barsByCityPage(ctx: GraphqlContext, city: CityKey, group: string | null, f: BarFilters, w: Window) {
   return pagedWindow(w, async (p, perPage) =>
     page(
-      await ctx.data.call(SQL.barsByCity, [
-        city.state,
-        city.name,
-        group,
-        p,
-        perPage,
-        f.openNow,
-        f.openAt,
-        f.priceLevels,
-        f.minRating,
-        f.statuses,
-      ]),
+      await ctx.data.call(CALLS.barsByCity, {
+        state: city.state,
+        city: city.name,
+        group_slug: group,
+        page: p,
+        per_page: perPage,
+        ...barFilterArgs(f),
+      }),
       'bars',
     ),
   );
@@ -213,62 +225,57 @@ const Query: Record<string, Resolver> = {
       corner2: { latitude: number; longitude: number };
     } | null;
     if (near) {
-      checkCoordinate('near.latitude', near.latitude, LATITUDE);
-      checkCoordinate('near.longitude', near.longitude, LONGITUDE);
-      if (near.radiusMiles != null && !(near.radiusMiles > 0 && near.radiusMiles <= RADIUS_MAX))
-        throw userError(`near.radiusMiles must be a number greater than 0 and at most ${RADIUS_MAX}`);
+      checkNumber('near.latitude', near.latitude, LATITUDE);
+      checkNumber('near.longitude', near.longitude, LONGITUDE);
+      if (near.radiusMiles != null) checkNumber('near.radiusMiles', near.radiusMiles, RADIUS);
       if (near.radiusMiles != null && box) throw userError('near.radiusMiles cannot be combined with box');
     }
     if (box) {
       for (const c of ['corner1', 'corner2'] as const) {
-        checkCoordinate(`box.${c}.latitude`, box[c].latitude, LATITUDE);
-        checkCoordinate(`box.${c}.longitude`, box[c].longitude, LONGITUDE);
+        checkNumber(`box.${c}.latitude`, box[c].latitude, LATITUDE);
+        checkNumber(`box.${c}.longitude`, box[c].longitude, LONGITUDE);
       }
     }
     const f = filtersOf(args.filters);
     if (w.offset >= BARS_CAP) return connection([], w, 0, false);
     // the list ends at GET bars' 250; totalCount asks for all of them, otherwise one more than the window
     const limit = selectsTotalCount(info) ? BARS_CAP : Math.min(BARS_CAP, w.offset + w.first + 1);
-    const body = await ctx.data.call(SQL.bars, [
-      ids ?? null,
+    const body = await ctx.data.call(CALLS.bars, {
+      ids: ids ?? null,
       category,
-      near?.latitude ?? null,
-      near?.longitude ?? null,
-      near?.radiusMiles ?? null,
-      box?.corner1.latitude ?? null,
-      box?.corner1.longitude ?? null,
-      box?.corner2.latitude ?? null,
-      box?.corner2.longitude ?? null,
+      latitude: near?.latitude ?? null,
+      longitude: near?.longitude ?? null,
+      radius: near?.radiusMiles ?? null,
+      corner1_latitude: box?.corner1.latitude ?? null,
+      corner1_longitude: box?.corner1.longitude ?? null,
+      corner2_latitude: box?.corner2.latitude ?? null,
+      corner2_longitude: box?.corner2.longitude ?? null,
       limit,
-      f.openNow,
-      f.openAt,
-      f.priceLevels,
-      f.minRating,
-      f.statuses,
-    ]);
+      ...barFilterArgs(f),
+    });
     const all = ((body?.bars as Json[] | undefined) ?? []).slice(0, BARS_CAP);
     const items = all.slice(w.offset, w.offset + w.first);
     return connection(items, w, all.length, w.offset + items.length < all.length);
   },
 
   async city(_s, args, ctx) {
-    const body = await ctx.data.call(SQL.groups, [args.state, args.name]);
+    const body = await ctx.data.call(CALLS.groups, { state: args.state, city: args.name });
     if (!body) throw notFound(`Could not resolve to a City '${String(args.state)}/${String(args.name)}'`);
     return body.city;
   },
 
   async events(_s, args, ctx) {
     const w = windowOf(args);
-    const values = [
-      args.state,
-      args.city,
-      dateOf('startDate', args.startDate),
-      dateOf('endDate', args.endDate),
-      args.classification ?? null,
-      nonEmpty('groupSlug', args.groupSlug),
-    ];
+    const values = {
+      state: args.state,
+      city: args.city,
+      start_date: dateOf('startDate', args.startDate),
+      end_date: dateOf('endDate', args.endDate),
+      classification: args.classification ?? null,
+      group_slug: nonEmpty('groupSlug', args.groupSlug),
+    };
     const p = await pagedWindow(w, async (pg, perPage) =>
-      page(await ctx.data.call(SQL.events, [...values, pg, perPage]), 'events'),
+      page(await ctx.data.call(CALLS.events, { ...values, page: pg, per_page: perPage }), 'events'),
     );
     if (!p) throw notFound('City not found');
     return connection(p.items, w, p.total);
@@ -276,22 +283,22 @@ const Query: Record<string, Resolver> = {
 
   async posts(_s, args, ctx) {
     const w = windowOf(args);
-    const values = [
-      args.state,
-      args.city,
-      dateOf('startDate', args.startDate),
-      dateOf('endDate', args.endDate),
-      nonEmpty('groupSlug', args.groupSlug),
-    ];
+    const values = {
+      state: args.state,
+      city: args.city,
+      start_date: dateOf('startDate', args.startDate),
+      end_date: dateOf('endDate', args.endDate),
+      group_slug: nonEmpty('groupSlug', args.groupSlug),
+    };
     const p = await pagedWindow(w, async (pg, perPage) =>
-      page(await ctx.data.call(SQL.posts, [...values, pg, perPage]), 'posts'),
+      page(await ctx.data.call(CALLS.posts, { ...values, page: pg, per_page: perPage }), 'posts'),
     );
     if (!p) throw notFound('City not found');
     return connection(p.items, w, p.total);
   },
 
   async feed(_s, args, ctx) {
-    const body = await ctx.data.call(SQL.feed, [args.state, args.city, 1, 1]);
+    const body = await ctx.data.call(CALLS.feed, { state: args.state, city: args.city, page: 1, per_page: 1 });
     if (!body) throw notFound('City not found');
     return { city: body.city, state: args.state, name: args.city };
   },
@@ -301,22 +308,22 @@ const Query: Record<string, Resolver> = {
     const q = checkText('q', args.q);
     const near = args.near as { latitude: number; longitude: number } | null;
     if (near) {
-      checkCoordinate('near.latitude', near.latitude, LATITUDE);
-      checkCoordinate('near.longitude', near.longitude, LONGITUDE);
+      checkNumber('near.latitude', near.latitude, LATITUDE);
+      checkNumber('near.longitude', near.longitude, LONGITUDE);
     }
     if (w.offset >= SEARCH_CAP) return connection([], w, 0, false);
     const p = await pagedWindow(w, async (pg, perPage) =>
       (pg - 1) * perPage >= SEARCH_CAP
         ? { items: [], total: 0 }
         : page(
-            await ctx.data.call(SQL.search, [
+            await ctx.data.call(CALLS.search, {
               q,
-              near?.latitude ?? null,
-              near?.longitude ?? null,
-              pg,
-              perPage,
-              args.type ?? null,
-            ]),
+              latitude: near?.latitude ?? null,
+              longitude: near?.longitude ?? null,
+              page: pg,
+              per_page: perPage,
+              type: args.type ?? null,
+            }),
             'results',
           ),
     );
@@ -326,7 +333,7 @@ const Query: Record<string, Resolver> = {
 
   async categories(_s, args, ctx) {
     const w = windowOf(args);
-    const body = await ctx.data.call(SQL.categories, []);
+    const body = await ctx.data.call(CALLS.categories, {});
     return sliceConnection((body?.categories as Json[]) ?? [], w);
   },
 
@@ -337,7 +344,7 @@ const Query: Record<string, Resolver> = {
       throw userError('state must be a two-letter state abbreviation');
     const q = args.q == null ? null : checkText('q', args.q);
     const p = await pagedWindow(w, async (pg, perPage) =>
-      page(await ctx.data.call(SQL.cities, [state, q, pg, perPage]), 'cities'),
+      page(await ctx.data.call(CALLS.cities, { state, q, page: pg, per_page: perPage }), 'cities'),
     );
     return connection(p!.items, w, p!.total);
   },
@@ -389,7 +396,11 @@ const Bar: Record<string, Resolver> = {
   },
   async posts(bar, args, ctx) {
     const w = windowOf(args);
-    const body = await ctx.data.call(SQL.barPosts, [String(bar.id), w.first, w.offset]);
+    const body = await ctx.data.call(CALLS.graphqlBarPosts, {
+      bar_id: String(bar.id),
+      limit: w.first,
+      offset: w.offset,
+    });
     if (!body) return connection([], w, 0);
     return connection(body.posts as Json[], w, body.total_count as number);
   },
@@ -413,7 +424,7 @@ const City: Record<string, Resolver> = {
     const w = windowOf(args);
     const f = filtersOf(args.filters);
     const group = nonEmpty('groupSlug', args.groupSlug);
-    const [state, name] = cityValues(city);
+    const { state, city: name } = cityValues(city);
     const p = await barsByCityPage(ctx, { state, name }, group, f, w);
     if (!p) throw notFound('City not found');
     return connection(p.items, w, p.total);
@@ -434,7 +445,7 @@ const City: Record<string, Resolver> = {
   },
   async groups(city, args, ctx) {
     const w = windowOf(args);
-    const body = await ctx.data.call(SQL.groups, cityValues(city));
+    const body = await ctx.data.call(CALLS.groups, cityValues(city));
     return sliceConnection(
       ((body?.groups as Json[] | undefined) ?? []).map((g) => ({ ...g, barCount: g.bar_count })),
       w,
@@ -467,14 +478,22 @@ const Feed: Record<string, Resolver> = {
   async posts(feed, args, ctx) {
     const w = windowOf(args);
     const p = await pagedWindow(w, async (pg, perPage) =>
-      page(await ctx.data.call(SQL.feed, [feed.state, feed.name, pg, perPage]), 'posts', 'posts_pagination'),
+      page(
+        await ctx.data.call(CALLS.feed, { state: feed.state, city: feed.name, page: pg, per_page: perPage }),
+        'posts',
+        'posts_pagination',
+      ),
     );
     return connection(p!.items, w, p!.total);
   },
   async events(feed, args, ctx) {
     const w = windowOf(args);
     const p = await pagedWindow(w, async (pg, perPage) =>
-      page(await ctx.data.call(SQL.feed, [feed.state, feed.name, pg, perPage]), 'events', 'events_pagination'),
+      page(
+        await ctx.data.call(CALLS.feed, { state: feed.state, city: feed.name, page: pg, per_page: perPage }),
+        'events',
+        'events_pagination',
+      ),
     );
     return connection(p!.items, w, p!.total);
   },

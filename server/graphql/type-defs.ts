@@ -3,6 +3,8 @@
  * SDL. The published copy (schema.graphql next to this file) is this schema
  * printed; a test keeps the two equal and CI reports breaking changes to it.
  */
+import { BARS_LIMIT, RADIUS } from '../contract/params';
+
 export const TYPE_DEFS = /* GraphQL */ `
   """
   The Partner Bar Data API as a graph (beta). Every field serves the data and the rules of its REST
@@ -13,7 +15,7 @@ export const TYPE_DEFS = /* GraphQL */ `
     "GET bars/:id. Null (and a NOT_FOUND error) for an unknown id."
     bar(id: ID!): Bar
 
-    "GET bars: by ids, category, a circle (near) or a box, and the v1.1 filters. At most 250 bars in all (the REST limit)."
+    "GET bars: by ids, category, a circle (near) or a box, and the v1.1 filters. At most ${BARS_LIMIT.max} bars in all (the REST limit)."
     bars(
       first: Int!
       after: String
@@ -68,7 +70,7 @@ export const TYPE_DEFS = /* GraphQL */ `
     rateLimit: RateLimit!
   }
 
-  "A circle: a center and a radius in miles (0 < radiusMiles <= 100), as REST latitude, longitude, radius."
+  "A circle: a center and a radius in miles (${RADIUS.min} < radiusMiles <= ${RADIUS.max}), as REST latitude, longitude, radius."
   input NearInput {
     latitude: Float!
     longitude: Float!

@@ -6,53 +6,27 @@
  * partner path before route matching, the routes, 404, errors.
  */
 import compression from 'compression';
-import express, { type RequestHandler } from 'express';
-import type { Clock } from '../clock';
-import type { Config } from '../config';
-import type { Pool } from '../db/pools';
-import type { Logger } from '../log';
+import express from 'express';
 import { accessLog } from './access-log';
 import { COMPRESSION_THRESHOLD, sendPublic, strongEtag } from './caching';
 import { dashboardRoutes } from './dashboard';
 import { DOCS_PATH, docsRoutes } from './docs';
-import { changelogRoutes, type ChangelogEntry } from './changelog';
-import { errorHandler, sendError } from './errors';
-import { healthRoutes, postgresCheck, type ReadinessCheck } from './health';
-import { keyHeaderHygiene, urlHygiene } from './input-hygiene';
+import { changelogRoutes } from './changelog';
+import { sendError } from '../contract/errors';
+import { errorHandler } from './errors';
+import { healthRoutes, postgresCheck } from './health';
+import { keyHeaderHygiene, urlHygiene } from '../web/input-hygiene';
 import { onlyGetAndHead, requireJsonAcceptable, strictTransportSecurity } from './negotiation';
-import { openApiFor, openApiJson } from './openapi';
-import { deprecationGate, validateDeprecations } from './deprecations';
-import { DEPRECATIONS, type Deprecation } from './endpoints';
-import { PARTNER_PREFIX } from './partner';
+import { openApiFor, openApiJson } from '../openapi/document';
+import { deprecationGate, validateDeprecations } from '../contract/deprecations';
+import { DEPRECATIONS } from '../contract/endpoints';
+import { PARTNER_PREFIX } from '../contract/identity';
 import { requestId } from './request-id';
+import type { PartnerAppDeps } from './deps';
 import { partnerRoutes } from './routes';
-import type { ExportOptions } from './routes/export';
 import { unsubscribeRoutes } from '../email/unsubscribe';
 
-export interface PartnerAppDeps {
-  config: Pick<Config, 'env'> & Partial<Pick<Config, 'trustProxy'>>;
-  logger: Logger;
-  /** Runs as the bar_partner role: may only EXECUTE api functions. */
-  pool: Pool;
-  /** Authentication and rate limiting for every partner path. */
-  guard: RequestHandler[];
-  /** GET /readyz checks (default: PostgreSQL on `pool`) and whether shutdown began. */
-  health?: { checks?: ReadinessCheck[]; draining?: () => boolean };
-  /** The GraphQL endpoint (beta; server/graphql/endpoint.ts): its own methods, body and guard order. */
-  graphql?: RequestHandler;
-  /** GET export/*: the pool (the primary), concurrent-export slots (Redis), batch size (routes/export.ts). */
-  export?: ExportOptions;
-  /** The request log (usage/request-log.ts): records answers on `finish`, off the request's path. */
-  requestLog?: { middleware(): RequestHandler };
-  /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
-  email?: { linkKey?: Buffer; pool?: Pool };
-  /** The instant answers are computed at (open now, events today, ...; default: the system clock). */
-  clock?: Clock;
-  /** Deprecations in force (default: endpoints.ts DEPRECATIONS) and the clock that judges them (tests inject both). */
-  deprecations?: { list?: readonly Deprecation[]; now?: () => number };
-  /** The changelog's entries (default: docs/changelog.yml). */
-  changelog?: ChangelogEntry[];
-}
+export type { PartnerAppDeps } from './deps';
 
 export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   const deprecations = deps.deprecations?.list ?? DEPRECATIONS;

@@ -18,9 +18,9 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { parse } from 'yaml';
 import { projectRoot } from '../config';
 import { sendPublic, strongEtag } from './caching';
-import { sendError } from './errors';
+import { sendError } from '../contract/errors';
 import { acceptsType } from './negotiation';
-import { PARTNER_PREFIX } from './partner';
+import { PARTNER_PREFIX } from '../contract/identity';
 
 export const CHANGELOG_FILE = 'docs/changelog.yml';
 export const CHANGELOG_PATH = `${PARTNER_PREFIX}/changelog`;

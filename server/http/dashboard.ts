@@ -4,7 +4,7 @@
  */
 import { Router } from 'express';
 import { sendWebAsset, webAsset } from '../web/assets';
-import { PARTNER_PREFIX } from './partner';
+import { PARTNER_PREFIX } from '../contract/identity';
 
 export const DASHBOARD_PATH = `${PARTNER_PREFIX}/dashboard`;
 

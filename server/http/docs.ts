@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
 import { sendPublic, strongEtag } from './caching';
-import { PARTNER_PREFIX } from './partner';
+import { PARTNER_PREFIX } from '../contract/identity';
 
 export const DOCS_PATH = `${PARTNER_PREFIX}/docs`;
 const SCRIPT_PATH = `${DOCS_PATH}/scalar.js`;

@@ -12,7 +12,7 @@
  */
 import express, { type Router } from 'express';
 import type { Pool } from '../db/pools';
-import { sendError } from './errors';
+import { sendError } from '../contract/errors';
 
 export interface ReadinessCheck {
   name: string;

@@ -3,8 +3,8 @@
  * Accept (406) and HSTS. Every resource of this API is GET-only JSON.
  */
 import type { RequestHandler } from 'express';
-import { sendError } from './errors';
-import { PARTNER_PREFIX } from './partner';
+import { sendError } from '../contract/errors';
+import { PARTNER_PREFIX } from '../contract/identity';
 
 export const ALLOWED_METHODS = 'GET, HEAD';
 

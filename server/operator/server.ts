@@ -3,8 +3,8 @@
  * default) with PostGraphile's grafserv at /graphql behind operator bearer
  * tokens, and the ruru IDE at /graphiql outside production.
  */
-import './graphile-env'; // before PostGraphile is loaded
-import './node20-compat';
+import '../graphile/env'; // before PostGraphile is loaded
+import '../graphile/node20-compat';
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +12,7 @@ import { postgraphile } from 'postgraphile';
 import { grafserv } from 'postgraphile/grafserv/node';
 import type { Config } from '../config';
 import { createPool } from '../db/pools';
-import { isDatabaseUnavailable } from '../http/errors';
+import { isDatabaseUnavailable } from '../contract/errors';
 import type { Logger } from '../log';
 import { metricsText } from '../metrics';
 import { sendWebAsset, webAsset } from '../web/assets';

@@ -26,7 +26,7 @@
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type RateLimitInfo, type RateLimitRequestHandler } from 'express-rate-limit';
-import { sendError } from '../http/errors';
+import { sendError } from '../contract/errors';
 import type { Logger } from '../log';
 import { rateLimitRejections } from '../metrics';
 import type { RedisClient } from '../redis';
@@ -61,6 +61,8 @@ export interface RateLimitContext {
   free?: boolean;
   /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
   refund?: () => Promise<void>;
+  /** The general triple last written as X-RateLimit-* (the bucket with the fewest remaining). */
+  general?: Triple;
 }
 
 export interface LimiterOptions {
@@ -94,7 +96,7 @@ function libraryLogger(logger: Logger) {
   };
 }
 
-interface Triple {
+export interface Triple {
   limit: number;
   remaining: number;
   reset: number;
@@ -328,6 +330,7 @@ export class PartnerRateLimits {
       res.setHeader(`X-RateLimit-Remaining${suffix}`, String(t.remaining));
       res.setHeader(`X-RateLimit-Reset${suffix}`, String(t.reset));
     };
+    ctx.general = general;
     set('', general);
     set('-Minute', triples.minute);
     set('-Day', triples.day);

@@ -11,6 +11,7 @@
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
 import { windowStart, type Bucket } from '../ratelimit/windows';
+import { CALLS, apiQuery } from '../contract/calls';
 
 export const ALERT_LEVELS = [
   { level: 'warning', share: 0.8 },
@@ -65,10 +66,14 @@ export class UsageAlerts {
     level: AlertLevel,
   ) {
     try {
-      const { rows } = await this.pool.query<{ created: boolean }>(
-        'select api.record_usage_alert($1, $2, $3, $4, $5, $6) as created',
-        [identity.keyId, use.bucket, new Date(start), level, use.used, use.limit],
-      );
+      const rows = await apiQuery(this.pool, CALLS.recordUsageAlert, {
+        api_key_id: identity.keyId,
+        bucket: use.bucket,
+        window_start: new Date(start),
+        level,
+        used: use.used,
+        limit: use.limit,
+      });
       if (rows[0]?.created) {
         this.logger.warn(
           {

@@ -9,8 +9,9 @@
  * to the subscriber's alert contacts the first time the subscriber calls it.
  */
 import type { Pool } from '../db/pools';
-import type { DeprecationUse } from '../http/deprecations';
+import type { DeprecationUse } from '../contract/deprecations';
 import type { Logger } from '../log';
+import { CALLS, apiQuery } from '../contract/calls';
 
 interface Tally extends Omit<DeprecationUse, 'what'> {
   day: string;
@@ -64,7 +65,7 @@ export class DeprecatedCallTally {
     const batch = this.counts;
     this.counts = new Map();
     try {
-      await this.pool.query('select api.record_deprecated_calls($1::jsonb)', [JSON.stringify([...batch.values()])]);
+      await apiQuery(this.pool, CALLS.recordDeprecatedCalls, { batch: JSON.stringify([...batch.values()]) });
     } catch (err) {
       for (const [id, t] of batch) {
         const now = this.counts.get(id);

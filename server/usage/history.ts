@@ -25,6 +25,7 @@ import type { Logger } from '../log';
 import type { RedisBreaker } from '../ratelimit/breaker';
 import { USAGE_TTL_AFTER_DAY_MS, usageKey } from '../ratelimit/buckets';
 import type { RedisClient } from '../redis';
+import { CALLS, apiQuery } from '../contract/calls';
 
 export type StatusClass = '2' | '3' | '4' | '5' | 'R';
 
@@ -192,7 +193,7 @@ export class HourlyUsage {
       const batch = this.local;
       this.local = new Map();
       try {
-        await this.o.pool.query('select api.record_hourly_usage($1::jsonb)', [JSON.stringify([...batch.values()])]);
+        await apiQuery(this.o.pool, CALLS.recordHourlyUsage, { batch: JSON.stringify([...batch.values()]) });
       } catch (err) {
         for (const row of batch.values())
           for (const cls of ['2', '3', '4', '5'] as const) {

@@ -7,9 +7,10 @@
  */
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
+import { CALLS, apiQuery } from '../contract/calls';
 
 /** Requests that matched no endpoint (unknown path, or rejected before routing). */
-export const NO_ENDPOINT = '(none)';
+export { NO_ENDPOINT } from '../contract/match';
 
 interface Counter {
   day: string;
@@ -68,7 +69,7 @@ export class UsageRecorder {
     const batch = this.counts;
     this.counts = new Map();
     try {
-      await this.pool.query('select api.record_usage($1::jsonb)', [JSON.stringify([...batch.values()])]);
+      await apiQuery(this.pool, CALLS.recordUsage, { batch: JSON.stringify([...batch.values()]) });
     } catch (err) {
       for (const [id, c] of batch) {
         const now = this.counts.get(id);

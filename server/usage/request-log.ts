@@ -20,13 +20,14 @@
  * - close() (SIGTERM) writes what is buffered.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { endpointBeforeRouting } from '../credentials/endpoint';
+import { endpointOf } from '../contract/match';
 import type { Pool } from '../db/pools';
-import { isDatabaseUnavailable } from '../http/errors';
-import type { PartnerIdentity } from '../http/partner';
+import { isDatabaseUnavailable } from '../contract/errors';
+import type { PartnerIdentity } from '../contract/identity';
 import type { Logger } from '../log';
 import { requestLogBuffered, requestLogDropped, requestLogWritten } from '../metrics';
 import type { RateLimitContext } from '../ratelimit/limiters';
+import { CALLS, apiQuery } from '../contract/calls';
 
 export type RequestLogMode = 'all' | 'errors' | 'off';
 
@@ -192,7 +193,7 @@ export class RequestLog {
       api_key_id: partner?.keyId ?? null,
       method: req.method,
       path: storable(redactKeys(req.originalUrl)).slice(0, PATH_MAX),
-      endpoint: ctx?.endpoint ?? routeOf(req) ?? endpointBeforeRouting(req),
+      endpoint: ctx?.endpoint ?? endpointOf(req),
       status,
       error: message === undefined ? null : storable(redactText(message)).slice(0, 1000),
       duration_ms: Math.round(durationMs * 1000) / 1000,
@@ -273,10 +274,8 @@ export class RequestLog {
 
   private async write(batch: RequestLogEntry[]): Promise<number> {
     const insert = async () => {
-      const { rows } = await this.o.pool.query<{ n: number }>('select api.record_requests($1::jsonb) as n', [
-        JSON.stringify(batch),
-      ]);
-      return rows[0]?.n ?? 0;
+      const rows = await apiQuery(this.o.pool, CALLS.recordRequests, { batch: JSON.stringify(batch) });
+      return (rows[0]?.n as number | undefined) ?? 0;
     };
     let stored: number;
     try {
@@ -284,7 +283,7 @@ export class RequestLog {
     } catch (err) {
       // 23514: no partition for a row (days without maintenance): create them, once.
       if ((err as { code?: string }).code !== '23514') throw err;
-      await this.o.pool.query('select api.request_log_partitions()');
+      await apiQuery(this.o.pool, CALLS.requestLogPartitions, {});
       stored = await insert();
     }
     requestLogWritten.inc(stored);
@@ -299,9 +298,4 @@ export class RequestLog {
     await this.flush();
     return { requestLogWritten: this.written - before, requestLogLeft: this.buffer.length };
   }
-}
-
-function routeOf(req: Request): string | undefined {
-  const path = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === 'string' ? path.replace(/^\//, '') || '/' : undefined;
 }

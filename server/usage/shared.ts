@@ -15,6 +15,7 @@ import type { Logger } from '../log';
 import { usageKey } from '../ratelimit/buckets';
 import type { RedisBreaker } from '../ratelimit/breaker';
 import type { RedisClient } from '../redis';
+import { CALLS, apiQuery } from '../contract/calls';
 
 const DAY_MS = 86_400_000;
 
@@ -86,7 +87,7 @@ export class SharedUsage {
           );
           if (got !== 'OK') return 0;
         }
-        const { rows } = await this.o.pool.query<{ id: string }>('select api.usage_key_ids() as id');
+        const rows = (await apiQuery(this.o.pool, CALLS.usageKeyIds, {})) as { id: string }[];
         const now = Date.now();
         const days = [new Date(now).toISOString().slice(0, 10), new Date(now - DAY_MS).toISOString().slice(0, 10)];
         return await this.write(rows.flatMap((r) => days.map((d) => [d, r.id] as [string, string])));
@@ -123,10 +124,8 @@ export class SharedUsage {
         ];
       });
       if (!batch.length) continue;
-      const { rows } = await this.o.pool.query<{ n: number }>('select api.record_shared_usage($1::jsonb) as n', [
-        JSON.stringify(batch),
-      ]);
-      applied += rows[0]?.n ?? 0;
+      const rows = await apiQuery(this.o.pool, CALLS.recordSharedUsage, { batch: JSON.stringify(batch) });
+      applied += (rows[0]?.n as number | undefined) ?? 0;
     }
     return applied;
   }

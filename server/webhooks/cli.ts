@@ -2,7 +2,7 @@
  * Admin CLI commands for webhooks (operators.md §4), registered in
  * server/admin/cli.ts: `webhook set`, `webhook rotate-secret`, `webhook remove`, `webhook deliveries`.
  */
-import { parse, uuid, UsageError, type AdminCommand } from '../admin/args';
+import { parse, uuid, UsageError, type AdminCommand } from '../cli/args';
 import { WebhookUrlError } from './address';
 import { listDeliveries, removeWebhookEndpoint, rotateWebhookSecret, setWebhookEndpoint } from './endpoints';
 import { webhookSettings } from './settings';

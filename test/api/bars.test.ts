@@ -4,7 +4,7 @@
  */
 import type { Express } from 'express';
 import request from 'supertest';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
 import { call, get } from '../support/openapi';

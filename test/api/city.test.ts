@@ -4,7 +4,7 @@
  * apostrophes, non-ASCII), busiest_bars and the feed's two lists.
  */
 import type { Express } from 'express';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';

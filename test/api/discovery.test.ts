@@ -3,7 +3,7 @@
  * insensitive q prefix, paging, most bars first), GET groups/:state/:city.
  */
 import type { Express } from 'express';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';

@@ -3,7 +3,7 @@
  * (test/browser/docs-page.test.ts) checks that it renders.
  */
 import request from 'supertest';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { buildApp } from '../support/partner-app';
 import type { Pool } from '../../server/db/pools';
 

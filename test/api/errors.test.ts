@@ -6,10 +6,10 @@
 import type { RequestHandler } from 'express';
 import type { Express } from 'express';
 import { createPool } from '../../server/db/pools';
-import { PARTNER_PREFIX } from '../../server/http/partner';
+import { PARTNER_PREFIX } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
-import { ENDPOINTS } from '../../server/http/endpoints';
+import { ENDPOINTS } from '../../server/contract/endpoints';
 import { call, compileAllSchemas, get, validateResponse } from '../support/openapi';
 import { buildApp, testGuard, type LogCapture } from '../support/partner-app';
 import { testNow } from '../support/clock';
@@ -379,7 +379,7 @@ describe('partner API errors', () => {
           '/test_endpoint',
         ]),
       );
-      // every declared endpoint (server/http/endpoints.ts) is documented
+      // every declared endpoint (server/contract/endpoints.ts) is documented
       for (const e of ENDPOINTS) expect(res.body.paths[e.path]).toBeDefined();
       expect((await get(locked, `${P}/bars`)).status).toBe(401);
     });

@@ -13,7 +13,7 @@ import { seedDemoData } from '../../db/seed';
 import type { Pool } from '../../server/db/pools';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createPartnerApp } from '../../server/http/app';
-import { openApiDocument } from '../../server/http/openapi';
+import { openApiDocument } from '../../server/openapi/document';
 import { silentLogger } from '../support/partner';
 import { RedisExportSlots } from '../../server/http/routes/export';
 import { TEST_PARTNER, buildApp, testGuard } from '../support/partner-app';

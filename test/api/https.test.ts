@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../server/config';
 import { createPartnerServer } from '../../server/http/server';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { get, validateResponse } from '../support/openapi';
 import { buildApp } from '../support/partner-app';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../../server/config';
 import { changelogEntries, parseChangelog, type ChangelogEntry } from '../../server/http/changelog';
-import { openApiJson } from '../../server/http/openapi';
+import { openApiJson } from '../../server/openapi/document';
 import { covers, gate, main, servedSnapshot, SNAPSHOT_FILE, unrecorded } from '../../scripts/openapi';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- an OpenAPI document

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { E } from '../../server/http/endpoints';
-import { openApiFor, openApiJson } from '../../server/http/openapi';
+import { E } from '../../server/contract/endpoints';
+import { openApiFor, openApiJson } from '../../server/openapi/document';
 
 const run = promisify(execFile);
 

@@ -7,7 +7,7 @@
  */
 import type { Express } from 'express';
 import { createPool, type Pool } from '../../server/db/pools';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { get } from '../support/openapi';
 import { buildApp } from '../support/partner-app';

@@ -6,7 +6,7 @@
  * starting past the 1,000th match is a 400), and accent-insensitive city paths.
  */
 import type { Express } from 'express';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';

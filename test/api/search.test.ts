@@ -5,7 +5,7 @@
  * and apostrophe-insensitive matching; `type`; the 1,000-match cap.
  */
 import type { Express } from 'express';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';

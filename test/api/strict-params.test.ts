@@ -6,9 +6,9 @@
  */
 import type { Express } from 'express';
 import request from 'supertest';
-import { ENDPOINTS, acceptedNames } from '../../server/http/endpoints';
-import { openApiDocument } from '../../server/http/openapi';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { ENDPOINTS, acceptedNames } from '../../server/contract/endpoints';
+import { openApiDocument } from '../../server/openapi/document';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';

@@ -5,7 +5,7 @@
  * zones around UTC midnight and across DST changes.
  */
 import type { Express } from 'express';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures, type Fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';

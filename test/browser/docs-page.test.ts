@@ -6,7 +6,7 @@
  */
 import type { Browser } from 'playwright-core';
 import { launchChromium, openDocs, serveDocs } from '../../scripts/docs-browser';
-import { openApiDocument } from '../../server/http/openapi';
+import { openApiDocument } from '../../server/openapi/document';
 
 type Operation = { summary: string; operationId: string };
 const operations = Object.entries(openApiDocument.paths as unknown as Record<string, { get: Operation }>).map(

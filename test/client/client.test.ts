@@ -19,7 +19,7 @@ import {
   type ClientOptions,
   type RetryEvent,
 } from '../../clients/typescript/src';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { awaitRoomInMinute, bearer, createPlan, issueKey, type IssuedKey } from '../support/partner';

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { openApiJson } from '../../server/http/openapi';
+import { openApiJson } from '../../server/openapi/document';
 
 const root = path.resolve(__dirname, '../..');
 

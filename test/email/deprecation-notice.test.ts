@@ -6,7 +6,7 @@
  * subscriber, deprecation and address; unsubscribed contacts get nothing.
  */
 import request from 'supertest';
-import { E, type Deprecation } from '../../server/http/endpoints';
+import { E, type Deprecation } from '../../server/contract/endpoints';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { bearer, startPartner, type PartnerInstance } from '../support/partner';
 import { TestSmtp, startEmailRunner, subscriberWithContacts, testEmailConfig, waitFor } from './support';

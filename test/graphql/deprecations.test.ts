@@ -5,8 +5,8 @@
  * refused with 410 and the error code GONE; a query that uses nothing deprecated is untouched.
  */
 import request from 'supertest';
-import { E, type Deprecation } from '../../server/http/endpoints';
-import { openApiFor } from '../../server/http/openapi';
+import { E, type Deprecation } from '../../server/contract/endpoints';
+import { openApiFor } from '../../server/openapi/document';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { bearer, issueKey } from '../support/partner';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';

@@ -9,7 +9,7 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createPartnerServer, type PartnerServer } from '../../server/http/server';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPartnerApp } from '../../server/http/app';

@@ -6,8 +6,8 @@
  */
 import request from 'supertest';
 import type { Express } from 'express';
-import { PARTNER_PREFIX } from '../../server/http/partner';
-import { dirtyPart } from '../../server/http/input-hygiene';
+import { PARTNER_PREFIX } from '../../server/contract/identity';
+import { dirtyPart } from '../../server/web/input-hygiene';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { buildApp, type LogCapture } from '../support/partner-app';

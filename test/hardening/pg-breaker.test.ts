@@ -9,7 +9,7 @@
 import { createPool, type Pool } from '../../server/db/pools';
 import { guardPool, type PgBreaker } from '../../server/db/pg-breaker';
 import { createReadPool } from '../../server/db/read-pool';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FreezableProxy } from '../support/freezable-proxy';
 import { get } from '../support/openapi';

@@ -5,7 +5,7 @@
  * afterwards: the shutdown writes the buffer (the step "request log" says so).
  */
 import http from 'node:http';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { issueKey } from '../support/partner';
 import { startServerProcess } from '../support/server-process';

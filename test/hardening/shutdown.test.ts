@@ -7,7 +7,7 @@
  * Also WEB_CONCURRENCY=2: two workers share the port and the primary stops them.
  */
 import http from 'node:http';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';

@@ -11,7 +11,7 @@
  * usage table.
  */
 import http from 'node:http';
-import { PARTNER_PREFIX as P } from '../../server/http/partner';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';

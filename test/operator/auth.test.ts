@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { loadConfig } from '../../server/config';
 import { createPartnerApp } from '../../server/http/app';
-import { sendError } from '../../server/http/errors';
+import { sendError } from '../../server/contract/errors';
 import { createLogger } from '../../server/log';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createSubscriberWithKey, startOperatorHarness, type OperatorHarness } from './support';

@@ -8,8 +8,8 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { Express } from 'express';
 import request from 'supertest';
-import { openApiDocument } from '../../server/http/openapi';
-import { PARTNER_PREFIX } from '../../server/http/partner';
+import { openApiDocument } from '../../server/openapi/document';
+import { PARTNER_PREFIX } from '../../server/contract/identity';
 
 type Json = Record<string, unknown>;
 const doc = openApiDocument as unknown as Json;

@@ -9,7 +9,7 @@ import pino from 'pino';
 import { Writable } from 'node:stream';
 import type { Pool } from '../../server/db/pools';
 import { createPartnerApp } from '../../server/http/app';
-import type { PartnerIdentity } from '../../server/http/partner';
+import type { PartnerIdentity } from '../../server/contract/identity';
 import { testClock } from './clock';
 
 export const TEST_PARTNER: PartnerIdentity = { keyId: 'key-1', subscriberId: 'sub-1', plan: 'standard' };

@@ -23,10 +23,11 @@ import type { PoolClient } from 'pg';
 import type { Pool } from '../../db/pools';
 import type { Logger } from '../../log';
 import type { RedisClient } from '../../redis';
-import { E, expressPath, strictQuery } from '../endpoints';
-import { HttpError, sendError } from '../errors';
-import type { PartnerIdentity } from '../partner';
-import { QueryParams, badRequest } from '../params';
+import { E, expressPath, strictQuery } from '../../contract/endpoints';
+import { HttpError, sendError } from '../../contract/errors';
+import type { PartnerIdentity } from '../../contract/identity';
+import { QueryParams, badRequest } from '../../contract/params';
+import { CALLS, apiQuery, apiSql, type Statement } from '../../contract/calls';
 
 export const EXPORT_BATCH = 1000;
 export const EXPORTS_PER_KEY = 2;
@@ -173,24 +174,22 @@ export function exportRoutes(options: { pool: Pool; logger: Logger; export?: Exp
       req,
       res,
       deps,
-      'select api.export_bars(p_cursor => $1, p_state => $2, p_city => $3, p_updated_since => $4, p_now => $5) as c',
-      [state, city, since, clock()],
+      apiSql(CALLS.exportBars, { cursor: CURSOR, state, city, updated_since: since, now: clock() }),
     );
   });
 
   router.get(expressPath(E.exportEvents), strictQuery(E.exportEvents), async (req, res) => {
     const q = new QueryParams(req.query);
     const { state, city } = place(q);
-    const values = [state, city, q.date('start_date') ?? null, q.date('end_date') ?? null];
-    const since = q.dateTime('updated_since') ?? null;
-    await runExport(
-      req,
-      res,
-      deps,
-      `select api.export_events(p_cursor => $1, p_state => $2, p_city => $3, p_start_date => $4,
-        p_end_date => $5, p_updated_since => $6) as c`,
-      [...values, since],
-    );
+    const args = {
+      cursor: CURSOR,
+      state,
+      city,
+      start_date: q.date('start_date') ?? null,
+      end_date: q.date('end_date') ?? null,
+      updated_since: q.dateTime('updated_since') ?? null,
+    };
+    await runExport(req, res, deps, apiSql(CALLS.exportEvents, args));
   });
 
   return router;
@@ -208,7 +207,7 @@ interface Run {
 
 const CURSOR = 'partner_export';
 
-async function runExport(req: Request, res: Response, deps: Run, open: string, values: unknown[]) {
+async function runExport(req: Request, res: Response, deps: Run, open: Statement) {
   const partner = res.locals.partner as PartnerIdentity | undefined;
   if (deps.running >= deps.maxRunning) {
     // the pool serves the other endpoints too: exports take at most maxRunning of its connections
@@ -233,11 +232,10 @@ async function runExport(req: Request, res: Response, deps: Run, open: string, v
   let client: PoolClient | undefined;
   try {
     client = await deps.pool.connect();
-    const { rows } = await client.query<{ w: string }>('select api.export_watermark() as w');
-    const watermark = rows[0]!.w;
+    const watermark = (await apiQuery(client, CALLS.exportWatermark, {}))[0]!.w as string;
     await client.query('begin isolation level repeatable read read only');
     await client.query('set local jit = off');
-    const opened = await client.query<{ c: string | null }>(open, [CURSOR, ...values]);
+    const opened = await client.query<{ c: string | null }>(open.text, open.values);
     if (opened.rows[0]?.c == null) throw new HttpError(404, 'City not found');
     streamCursor(req, res, deps, client, watermark, release);
     client = undefined; // the stream owns it now

@@ -5,10 +5,11 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { systemClock } from '../../clock';
-import type { PartnerAppDeps } from '../app';
+import type { PartnerAppDeps } from '../deps';
 import { sendCacheable } from '../caching';
-import { E, expressPath, strictQuery, type Endpoint } from '../endpoints';
-import { HttpError } from '../errors';
+import { E, expressPath, strictQuery, type Endpoint } from '../../contract/endpoints';
+import { HttpError } from '../../contract/errors';
+import { CALLS, apiSql, type ApiCall, type CallArgs } from '../../contract/calls';
 import {
   CLASSIFICATIONS,
   LATITUDE,
@@ -19,25 +20,31 @@ import {
   badRequest,
   barFilters,
   position,
-} from '../params';
-import type { PartnerIdentity } from '../partner';
+  BARS_LIMIT,
+  RADIUS,
+  MAX_IDS,
+  MAX_Q,
+  SEARCH_TYPES,
+  SEARCH_CAP,
+  barFilterArgs,
+} from '../../contract/params';
+import type { PartnerIdentity } from '../../contract/identity';
 import { exportRoutes } from './export';
 import { usageRoutes } from './usage';
-
-const BARS_LIMIT = { min: 1, max: 250, default: 100 };
-const RADIUS = { min: 0, max: 100, minExclusive: true };
-const MAX_IDS = 100;
-const MAX_Q = 200;
-const SEARCH_TYPES = ['bar', 'city'] as const;
-const SEARCH_CAP = 1000;
 
 export function partnerRoutes(deps: PartnerAppDeps): Router {
   const router = Router();
   const clock = deps.clock ?? systemClock;
 
   /** Runs one api function (SQL text is a constant) and sends its json, or 404 when it returns NULL. */
-  async function respond(res: Response, sql: string, values: unknown[], notFound = 'Not found'): Promise<void> {
-    const { rows } = await deps.pool.query<{ body: string | null }>(sql, values);
+  async function respond<C extends ApiCall>(
+    res: Response,
+    c: C,
+    args: CallArgs<C>,
+    notFound = 'Not found',
+  ): Promise<void> {
+    const { text, values } = apiSql(c, args);
+    const { rows } = await deps.pool.query<{ body: string | null }>(text, values);
     const body = rows[0]?.body;
     if (body == null) throw new HttpError(404, notFound);
     await sendCacheable(res.req, res, body);
@@ -47,15 +54,16 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
     router.get(expressPath(e), strictQuery(e), handler);
 
   const params = (req: Request) => new QueryParams(req.query);
-  const city = (req: Request) => [req.params.state, req.params.city];
+  const city = (req: Request) => ({ state: req.params.state, city: req.params.city });
+  const paging = (q: QueryParams) => ({ page: q.int('page', PAGE), per_page: q.int('per_page', PER_PAGE) });
 
   get(E.testEndpoint, async (_req, res) => {
     const partner = res.locals.partner as PartnerIdentity;
-    await respond(res, 'select api.test_endpoint(p_subscriber_id => $1, p_plan => $2, p_now => $3)::text as body', [
-      partner.subscriberId,
-      partner.plan,
-      clock(),
-    ]);
+    await respond(res, CALLS.testEndpoint, {
+      subscriber_id: partner.subscriberId,
+      plan: partner.plan,
+      now: clock(),
+    });
   });
 
   get(E.bars, async (req, res) => {
@@ -85,119 +93,74 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
     if (radius !== undefined && cornersGiven === 4)
       throw badRequest('radius cannot be combined with a bounding box (corner1, corner2)');
     const f = barFilters(q);
-    await respond(
-      res,
-      `select api.bars(p_ids => $1, p_category => $2, p_latitude => $3, p_longitude => $4, p_radius => $5,
-        p_corner1_latitude => $6, p_corner1_longitude => $7, p_corner2_latitude => $8, p_corner2_longitude => $9,
-        p_limit => $10, p_open_now => $11, p_open_at => $12, p_price_levels => $13, p_min_rating => $14,
-        p_statuses => $15, p_now => $16)::text as body`,
-      [
-        ids ?? null,
-        category ?? null,
-        latitude ?? null,
-        longitude ?? null,
-        radius ?? null,
-        ...corners.map((c) => c ?? null),
-        limit,
-        f.openNow,
-        f.openAt,
-        f.priceLevels,
-        f.minRating,
-        f.statuses,
-        clock(),
-      ],
-    );
+    await respond(res, CALLS.bars, {
+      ids: ids ?? null,
+      category: category ?? null,
+      latitude: latitude ?? null,
+      longitude: longitude ?? null,
+      radius: radius ?? null,
+      corner1_latitude: corners[0] ?? null,
+      corner1_longitude: corners[1] ?? null,
+      corner2_latitude: corners[2] ?? null,
+      corner2_longitude: corners[3] ?? null,
+      limit,
+      ...barFilterArgs(f),
+      now: clock(),
+    });
   });
 
   get(E.bar, async (req, res) => {
-    await respond(
-      res,
-      'select api.bar(p_id => $1, p_now => $2)::text as body',
-      [req.params.id, clock()],
-      'Bar not found',
-    );
+    await respond(res, CALLS.bar, { id: req.params.id, now: clock() }, 'Bar not found');
   });
 
   get(E.barsByCity, async (req, res) => {
     const q = params(req);
     const groupSlug = q.nonEmpty('group_slug') ?? null;
     const f = barFilters(q);
-    const values = [
+    const args = {
       ...city(req),
-      groupSlug,
-      q.int('page', PAGE),
-      q.int('per_page', PER_PAGE),
-      f.openNow,
-      f.openAt,
-      f.priceLevels,
-      f.minRating,
-      f.statuses,
-      clock(),
-    ];
-    await respond(
-      res,
-      `select api.bars_by_city(p_state => $1, p_city => $2, p_group_slug => $3,
-        p_page => $4, p_per_page => $5, p_open_now => $6, p_open_at => $7, p_price_levels => $8,
-        p_min_rating => $9, p_statuses => $10, p_now => $11)::text as body`,
-      values,
-      'City not found',
-    );
+      group_slug: groupSlug,
+      ...paging(q),
+      ...barFilterArgs(f),
+      now: clock(),
+    };
+    await respond(res, CALLS.barsByCity, args, 'City not found');
   });
 
   get(E.events, async (req, res) => {
     const q = params(req);
-    const values = [
+    const args = {
       ...city(req),
-      q.date('start_date') ?? null,
-      q.date('end_date') ?? null,
-      q.oneOf('classification', CLASSIFICATIONS) ?? null,
-      q.nonEmpty('group_slug') ?? null,
-      q.int('page', PAGE),
-      q.int('per_page', PER_PAGE),
-      clock(),
-    ];
-    await respond(
-      res,
-      `select api.events(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-        p_classification => $5, p_group_slug => $6, p_page => $7, p_per_page => $8, p_now => $9)::text as body`,
-      values,
-      'City not found',
-    );
+      start_date: q.date('start_date') ?? null,
+      end_date: q.date('end_date') ?? null,
+      classification: q.oneOf('classification', CLASSIFICATIONS) ?? null,
+      group_slug: q.nonEmpty('group_slug') ?? null,
+      ...paging(q),
+      now: clock(),
+    };
+    await respond(res, CALLS.events, args, 'City not found');
   });
 
   get(E.posts, async (req, res) => {
     const q = params(req);
-    const values = [
+    const args = {
       ...city(req),
-      q.date('start_date') ?? null,
-      q.date('end_date') ?? null,
-      q.nonEmpty('group_slug') ?? null,
-      q.int('page', PAGE),
-      q.int('per_page', PER_PAGE),
-      clock(),
-    ];
-    await respond(
-      res,
-      `select api.posts(p_state => $1, p_city => $2, p_start_date => $3, p_end_date => $4,
-        p_group_slug => $5, p_page => $6, p_per_page => $7, p_now => $8)::text as body`,
-      values,
-      'City not found',
-    );
+      start_date: q.date('start_date') ?? null,
+      end_date: q.date('end_date') ?? null,
+      group_slug: q.nonEmpty('group_slug') ?? null,
+      ...paging(q),
+      now: clock(),
+    };
+    await respond(res, CALLS.posts, args, 'City not found');
   });
 
   get(E.feed, async (req, res) => {
     const q = params(req);
-    const values = [...city(req), q.int('page', PAGE), q.int('per_page', PER_PAGE), clock()];
-    await respond(
-      res,
-      'select api.feed(p_state => $1, p_city => $2, p_page => $3, p_per_page => $4, p_now => $5)::text as body',
-      values,
-      'City not found',
-    );
+    await respond(res, CALLS.feed, { ...city(req), ...paging(q), now: clock() }, 'City not found');
   });
 
   get(E.categories, async (_req, res) => {
-    await respond(res, 'select api.categories()::text as body', []);
+    await respond(res, CALLS.categories, {});
   });
 
   get(E.cities, async (req, res) => {
@@ -208,16 +171,11 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
     const prefix = q.string('q');
     if (prefix !== undefined && prefix.trim() === '') throw badRequest('q must not be blank');
     if (prefix !== undefined && [...prefix].length > MAX_Q) throw badRequest(`q must be at most ${MAX_Q} characters`);
-    await respond(res, 'select api.cities(p_state => $1, p_q => $2, p_page => $3, p_per_page => $4)::text as body', [
-      state ?? null,
-      prefix ?? null,
-      q.int('page', PAGE),
-      q.int('per_page', PER_PAGE),
-    ]);
+    await respond(res, CALLS.cities, { state: state ?? null, q: prefix ?? null, ...paging(q) });
   });
 
   get(E.groups, async (req, res) => {
-    await respond(res, 'select api.groups(p_state => $1, p_city => $2)::text as body', city(req), 'City not found');
+    await respond(res, CALLS.groups, city(req), 'City not found');
   });
 
   get(E.search, async (req, res) => {
@@ -232,13 +190,14 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
     // decisions.md v1.1: the 1,000 best matches at most (api.search checks it too)
     if ((page - 1) * perPage >= SEARCH_CAP)
       throw badRequest('search results end at the 1,000th match; narrow q (or use GET bars filters)');
-    const values = [q, at?.latitude ?? null, at?.longitude ?? null, page, perPage, type ?? null];
-    await respond(
-      res,
-      `select api.search(p_q => $1, p_latitude => $2, p_longitude => $3,
-        p_page => $4, p_per_page => $5, p_type => $6)::text as body`,
-      values,
-    );
+    await respond(res, CALLS.search, {
+      q,
+      latitude: at?.latitude ?? null,
+      longitude: at?.longitude ?? null,
+      page,
+      per_page: perPage,
+      type: type ?? null,
+    });
   });
 
   router.use(exportRoutes(deps)); // GET export/bars, export/events (NDJSON streams)

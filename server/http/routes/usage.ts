@@ -4,14 +4,15 @@
  * one of its FREE_ENDPOINTS) and api.usage's latest alerts.
  */
 import { Router } from 'express';
-import type { PartnerAppDeps } from '../app';
+import type { PartnerAppDeps } from '../deps';
 import { sendCacheable } from '../caching';
-import { DEPRECATIONS, E, ENDPOINTS, expressPath, strictQuery } from '../endpoints';
-import { deprecationWhat, sunsetTimestamp } from '../deprecations';
-import { QueryParams, badRequest } from '../params';
-import type { PartnerIdentity } from '../partner';
+import { DEPRECATIONS, E, ENDPOINTS, expressPath, strictQuery } from '../../contract/endpoints';
+import { deprecationWhat, sunsetTimestamp } from '../../contract/deprecations';
+import { QueryParams, USAGE_REQUESTS_LIMIT, badRequest } from '../../contract/params';
+import type { PartnerIdentity } from '../../contract/identity';
 import { rateLimitContext } from '../../ratelimit/limiters';
 import { BUCKETS } from '../../ratelimit/windows';
+import { CALLS, apiQuery } from '../../contract/calls';
 
 export function usageRoutes(deps: PartnerAppDeps): Router {
   const router = Router();
@@ -32,18 +33,20 @@ export function usageRoutes(deps: PartnerAppDeps): Router {
         return [b, { limit, used, remaining: Math.max(0, limit - used), reset }];
       }),
     );
-    const [{ rows }, deprecated] = await Promise.all([
-      deps.pool.query<{ body: string }>(
-        'select api.usage(p_subscriber_id => $1, p_plan => $2, p_buckets => $3::json)::text as body',
-        [partner.subscriberId, partner.plan, JSON.stringify(buckets)],
-      ),
-      deps.pool.query<{ calls: { what: string; calls_last_14_days: number; last_call_at: string }[] }>(
-        'select api.deprecated_calls(p_subscriber_id => $1, p_now => $2) as calls',
-        [partner.subscriberId, new Date(now()).toISOString()],
-      ),
+    const [rows, deprecated] = await Promise.all([
+      apiQuery(deps.pool, CALLS.usage, {
+        subscriber_id: partner.subscriberId,
+        plan: partner.plan,
+        buckets: JSON.stringify(buckets),
+      }),
+      apiQuery(deps.pool, CALLS.deprecatedCalls, {
+        subscriber_id: partner.subscriberId,
+        now: new Date(now()).toISOString(),
+      }),
     ]);
-    const body = JSON.parse(rows[0]!.body) as Record<string, unknown>;
-    body.deprecated_calls = deprecated.rows[0]!.calls.map((c) => ({
+    const body = JSON.parse(rows[0]!.body!) as Record<string, unknown>;
+    const calls = deprecated[0]!.calls as { what: string; calls_last_14_days: number; last_call_at: string }[];
+    body.deprecated_calls = calls.map((c) => ({
       what: c.what,
       sunset: sunsets.get(c.what) ?? null,
       calls_last_14_days: Number(c.calls_last_14_days),
@@ -60,12 +63,14 @@ export function usageRoutes(deps: PartnerAppDeps): Router {
     const start = q.dateTime('start');
     const end = q.dateTime('end');
     const endpoint = endpointParam(q);
-    const { rows } = await deps.pool.query<{ body: string }>(
-      `select api.usage_history(p_subscriber_id => $1, p_granularity => $2, p_start => $3, p_end => $4,
-        p_endpoint => $5)::text as body`,
-      [partner.subscriberId, granularity, start ?? null, end ?? null, endpoint ?? null],
-    );
-    await sendCacheable(req, res, rows[0]!.body);
+    const rows = await apiQuery(deps.pool, CALLS.usageHistory, {
+      subscriber_id: partner.subscriberId,
+      granularity,
+      start: start ?? null,
+      end: end ?? null,
+      endpoint: endpoint ?? null,
+    });
+    await sendCacheable(req, res, rows[0]!.body!);
   });
 
   // GET usage/requests (decisions.md v1.3 "Request log"): the subscriber's entries, newest first.
@@ -79,26 +84,21 @@ export function usageRoutes(deps: PartnerAppDeps): Router {
       throw badRequest('request_id must be 1 to 128 characters (an X-Request-Id)');
     const since = q.dateTime('since');
     const until = q.dateTime('until');
-    const limit = q.int('limit', { min: 1, max: 200, default: 50 });
+    const limit = q.int('limit', USAGE_REQUESTS_LIMIT);
     const cursor = cursorParam(q.string('cursor'));
-    const { rows } = await deps.pool.query<{ body: string }>(
-      `select api.usage_requests(p_subscriber_id => $1, p_status_min => $2, p_status_max => $3, p_endpoint => $4,
-        p_request_id => $5, p_since => $6, p_until => $7, p_limit => $8, p_cursor_at => $9,
-        p_cursor_id => $10)::text as body`,
-      [
-        partner.subscriberId,
-        status?.[0] ?? null,
-        status?.[1] ?? null,
-        endpoint ?? null,
-        requestId ?? null,
-        since ?? null,
-        until ?? null,
-        limit,
-        cursor?.at ?? null,
-        cursor?.id ?? null,
-      ],
-    );
-    await sendCacheable(req, res, rows[0]!.body);
+    const rows = await apiQuery(deps.pool, CALLS.usageRequests, {
+      subscriber_id: partner.subscriberId,
+      status_min: status?.[0] ?? null,
+      status_max: status?.[1] ?? null,
+      endpoint: endpoint ?? null,
+      request_id: requestId ?? null,
+      since: since ?? null,
+      until: until ?? null,
+      limit,
+      cursor_at: cursor?.at ?? null,
+      cursor_id: cursor?.id ?? null,
+    });
+    await sendCacheable(req, res, rows[0]!.body!);
   });
   return router;
 }

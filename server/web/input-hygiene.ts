@@ -8,7 +8,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { RequestHandler } from 'express';
-import { sendError } from './errors';
+import { sendError } from '../contract/errors';
 
 const HEX = /^[0-9A-Fa-f]{2}$/;
 // eslint-disable-next-line no-control-regex

@@ -5,7 +5,7 @@
  * code. Shapes follow partner-api-v1.md + decisions.md: every key always
  * present, null for an empty optional value.
  */
-import { GRAPHQL_INTRODUCTION, graphqlPaths } from '../graphql/openapi';
+import { GRAPHQL_INTRODUCTION, graphqlPaths } from './graphql';
 import {
   DEPRECATIONS,
   ENDPOINTS,
@@ -18,9 +18,9 @@ import {
   ref,
   type Endpoint,
   type Schema,
-} from './endpoints';
-import { CLASSIFICATIONS } from './params';
-import { markDeprecations } from './deprecations';
+} from '../contract/endpoints';
+import { CLASSIFICATIONS } from '../contract/params';
+import { markDeprecations } from '../contract/deprecations';
 import { webhookOperations } from '../webhooks/openapi';
 
 const string: Schema = { type: 'string' };
@@ -530,7 +530,7 @@ export const openApiDocument = {
       'Only application/json is served (406 otherwise). Every response carries `X-Request-Id`; error bodies are',
       '`{"error": ..., "request_id": ...}`. Null marks an empty optional value; every key is always present.',
       'Timestamps are UTC `YYYY-MM-DDTHH:MM:SSZ`; "today", "open now" and date-only bounds are in the city\'s time zone.',
-      GRAPHQL_INTRODUCTION, // server/graphql/openapi.ts
+      GRAPHQL_INTRODUCTION, // server/openapi/graphql.ts
     ].join(' '),
   },
   jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
@@ -538,7 +538,7 @@ export const openApiDocument = {
   security,
   paths: {
     ...Object.fromEntries(ENDPOINTS.map((e) => [e.path, operation(e)])),
-    ...graphqlPaths, // the GraphQL endpoint (beta): server/graphql/openapi.ts
+    ...graphqlPaths, // the GraphQL endpoint (beta): server/openapi/graphql.ts
     '/docs': {
       get: {
         operationId: 'docs',

@@ -8,7 +8,16 @@
  * `router.get(expressPath(E), strictQuery(E), handler)`.
  */
 import type { RequestHandler } from 'express';
-import { CLASSIFICATIONS, badRequest } from './params';
+import {
+  BARS_LIMIT,
+  CLASSIFICATIONS,
+  MAX_IDS,
+  MAX_Q,
+  PER_PAGE,
+  RADIUS,
+  USAGE_REQUESTS_LIMIT,
+  badRequest,
+} from './params';
 
 export type Schema = Record<string, unknown>;
 
@@ -45,7 +54,7 @@ export const PAGE_PARAM = query(
 );
 export const PER_PAGE_PARAM = query(
   'per_page',
-  { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+  { type: 'integer', minimum: PER_PAGE.min, maximum: PER_PAGE.max, default: PER_PAGE.default },
   'items per page',
 );
 export const GROUP = query(
@@ -157,6 +166,9 @@ export interface Endpoint {
 
 export const ENDPOINTS: Endpoint[] = [];
 
+/** The GraphQL endpoint (beta) below the prefix: POST and GET, usage name 'graphql'. */
+export const GRAPHQL_ROUTE = '/graphql';
+
 /** Declares an endpoint (added to ENDPOINTS, hence to the OpenAPI document). */
 export function endpoint(e: Endpoint): Endpoint {
   ENDPOINTS.push(e);
@@ -204,15 +216,23 @@ export const E = {
       query(
         'ids',
         { type: 'string' },
-        'comma-separated bar ids, at most 100; order kept, duplicates once, unknown ids skipped',
+        `comma-separated bar ids, at most ${MAX_IDS}; order kept, duplicates once, unknown ids skipped`,
       ),
       query('category', { type: 'string', minLength: 1 }, 'category slug (see GET categories); unknown: empty result'),
       query('latitude', latitude, 'with longitude: nearest first (and the radius centre)'),
       query('longitude', longitude, 'with latitude'),
-      query('radius', { type: 'number', exclusiveMinimum: 0, maximum: 100 }, 'miles; requires latitude and longitude'),
+      query(
+        'radius',
+        { type: 'number', exclusiveMinimum: RADIUS.min, maximum: RADIUS.max },
+        'miles; requires latitude and longitude',
+      ),
       corner(1),
       corner(2),
-      query('limit', { type: 'integer', minimum: 1, maximum: 250, default: 100 }, 'maximum number of bars'),
+      query(
+        'limit',
+        { type: 'integer', minimum: BARS_LIMIT.min, maximum: BARS_LIMIT.max, default: BARS_LIMIT.default },
+        'maximum number of bars',
+      ),
       ...BAR_FILTERS,
     ],
     body: object({ bars: array(ref('Bar')) }),
@@ -299,7 +319,7 @@ export const E = {
       query('state', { type: 'string', pattern: '^[A-Za-z]{2}$' }, 'state abbreviation, case-insensitive'),
       query(
         'q',
-        { type: 'string', minLength: 1, maxLength: 200 },
+        { type: 'string', minLength: 1, maxLength: MAX_Q },
         'city name prefix, case- and accent-insensitive (q=canon finds Cañon City)',
       ),
       PAGE_PARAM,
@@ -325,8 +345,8 @@ export const E = {
     query: [
       query(
         'q',
-        { type: 'string', minLength: 1, maxLength: 200 },
-        'search text (not blank, at most 200 characters); case-, accent- and apostrophe-insensitive ' +
+        { type: 'string', minLength: 1, maxLength: MAX_Q },
+        `search text (not blank, at most ${MAX_Q} characters); case-, accent- and apostrophe-insensitive ` +
           '(`canon` finds "Cañon City, CO"). Relevance: exact name, then name prefix, then a later word, ' +
           'then trigram similarity; within equal relevance nearer first (with latitude/longitude) or more popular first',
         true,
@@ -424,7 +444,16 @@ export const E = {
         { type: 'string', format: 'date-time' },
         'entries at or before this instant (ISO 8601 with offset)',
       ),
-      query('limit', { type: 'integer', minimum: 1, maximum: 200, default: 50 }, 'entries per page'),
+      query(
+        'limit',
+        {
+          type: 'integer',
+          minimum: USAGE_REQUESTS_LIMIT.min,
+          maximum: USAGE_REQUESTS_LIMIT.max,
+          default: USAGE_REQUESTS_LIMIT.default,
+        },
+        'entries per page',
+      ),
       query('cursor', { type: 'string' }, 'opaque: the `next_cursor` of the previous page'),
     ],
     body: ref('UsageRequests'),
@@ -467,7 +496,7 @@ export const E = {
 // ---------------------------------------------------------------- deprecations (docs/COMPATIBILITY.md)
 
 /**
- * One deprecation, declared once. Everything else follows from it (server/http/deprecations.ts):
+ * One deprecation, declared once. Everything else follows from it (server/contract/deprecations.ts):
  * the Deprecation / Sunset / Link headers on each request that uses it, `deprecated: true` in the
  * OpenAPI document, `@deprecated` in the partner GraphQL schema, the 410 after the sunset, and the
  * per-key count of deprecated calls in GET usage and the operator views.

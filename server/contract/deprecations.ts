@@ -14,7 +14,7 @@
  *
  * The clock is injected (`now`), so tests of "after the sunset" do not depend on the date.
  */
-import '../operator/graphile-env'; // before anything from postgraphile
+import '../graphile/env'; // before anything from postgraphile
 import type { RequestHandler, Response } from 'express';
 import {
   getNamedType,
