@@ -124,6 +124,9 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     prefix: redisPrefix,
     touch: (keyId, day) => sharedUsage?.touch(keyId, day),
     flushEveryMs: options.usageFlushMs,
+    rateLimitedInProcess: (keyId, day, n) => {
+      for (let i = 0; i < n; i++) usage.record(keyId, NO_ENDPOINT, true, new Date(`${day}T00:00:00Z`));
+    },
   });
   const deprecatedCalls = new DeprecatedCallTally(pool, logger, options.usageFlushMs);
 
@@ -164,7 +167,9 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (http/deprecations.ts)
       if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
       if (ctx.outcome?.shared) {
-        sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
+        // counted by the script; a 429 refused in process (no Redis) is added with the next push
+        if (ctx.refusedLocally) history.rateLimited(identity.keyId, ctx.windows!.start.minute);
+        sharedUsage?.touch(identity.keyId, ctx.windows!.day);
       } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
         const endpoint = rateLimited ? NO_ENDPOINT : endpointOf(req);
         usage.record(identity.keyId, endpoint, rateLimited, undefined, rateLimited ? 1 : (ctx.weight ?? 1));

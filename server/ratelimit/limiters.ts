@@ -28,7 +28,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type RateLimitInfo, type RateLimitRequestHandler } from 'express-rate-limit';
 import { sendError } from '../http/errors';
 import type { Logger } from '../log';
-import { rateLimitRejections } from '../metrics';
+import { rateLimitLocalRefusals, rateLimitRejections } from '../metrics';
 import type { RedisClient } from '../redis';
 import type { RedisBreaker } from './breaker';
 import {
@@ -46,6 +46,27 @@ import { BUCKETS, NOMINAL_WINDOW_MS, windowStart, type Bucket } from './windows'
 
 export type { PlanLimits } from './buckets';
 
+/**
+ * A key refused because a bucket was full: until that bucket's window ends the
+ * process refuses the key itself (no Redis, no PostgreSQL), as the script would
+ * (a refused request counts against no bucket, so a full bucket stays full
+ * until its window ends; other instances' refunds aside, see docs/OPERATIONS.md).
+ */
+interface Refusal {
+  bucket: Bucket;
+  /** The refusing bucket's window end (ms). */
+  until: number;
+  /** The limits it was decided with (a plan change makes it stale). */
+  limits: PlanLimits;
+  /** Window starts and counts at the refusal: a bucket still in its window shows the same count. */
+  start: Record<Bucket, number>;
+  used: Record<Bucket, number>;
+  shared: boolean;
+}
+
+/** More refused keys than this at once: forgotten (they are asked of Redis again). */
+const MAX_REFUSALS = 100_000;
+
 export interface RateLimitContext {
   keyId: string;
   limits: PlanLimits;
@@ -61,6 +82,8 @@ export interface RateLimitContext {
   free?: boolean;
   /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
   refund?: () => Promise<void>;
+  /** Refused by the process's memory of a full bucket (Refusal), not by Redis: its 429 is counted by the guard. */
+  refusedLocally?: boolean;
 }
 
 export interface LimiterOptions {
@@ -127,6 +150,8 @@ class ThreeBucketStore {
   readonly prefix: string;
   readonly pending = new Map<string, RateLimitContext>();
   readonly local = new LocalBuckets();
+  /** Key id -> its refusal, until the refusing bucket's window ends. */
+  readonly refusals = new Map<string, Refusal>();
 
   constructor(private readonly options: LimiterOptions) {
     this.localKeys = !options.redis;
@@ -137,12 +162,58 @@ class ThreeBucketStore {
   async increment(key: string): Promise<{ totalHits: number; resetTime: Date }> {
     const ctx = this.pending.get(key)!;
     this.pending.delete(key);
-    ctx.outcome = await this.evaluate(ctx, 'hit');
+    const known = this.refusedLocally(ctx);
+    if (known) {
+      ctx.outcome = known;
+      ctx.refusedLocally = true;
+      rateLimitLocalRefusals.inc({ bucket: known.rejectedBy! });
+    } else {
+      ctx.outcome = await this.evaluate(ctx, 'hit');
+      this.noteRefusal(ctx);
+    }
     const b = deciding(ctx);
     if (!b) return { totalHits: 1, resetTime: new Date(ctx.windows!.end.minute) };
     const limit = ctx.limits[b]!;
     const totalHits = ctx.outcome.rejectedBy ? limit + 1 : ctx.outcome.used[b];
     return { totalHits, resetTime: new Date(ctx.windows!.end[b]) };
+  }
+
+  /**
+   * The outcome the script would give a key refused earlier in the refusing bucket's window: the
+   * same bucket refuses; a bucket still in the window of the refusal shows its count then, one in a
+   * later window (e.g. the next minute while the day is full) shows 0, as its new counter in Redis.
+   */
+  private refusedLocally(ctx: RateLimitContext): Outcome | undefined {
+    const r = this.refusals.get(ctx.keyId);
+    if (!r) return undefined;
+    const w = ctx.windows!;
+    if (w.end[r.bucket] !== r.until || BUCKETS.some((b) => ctx.limits[b] !== r.limits[b])) {
+      this.refusals.delete(ctx.keyId);
+      return undefined;
+    }
+    if ((ctx.weight ?? 1) <= 0) return undefined; // a request that counts nothing is never refused
+    const used = { minute: 0, day: 0, month: 0 };
+    for (const b of BUCKETS) if (ctx.limits[b] !== null && w.start[b] === r.start[b]) used[b] = r.used[b];
+    return { rejectedBy: r.bucket, used, shared: r.shared };
+  }
+
+  /** Remembers a refusal by a full bucket (one that refuses any request, whatever its weight). */
+  private noteRefusal(ctx: RateLimitContext): void {
+    const o = ctx.outcome!;
+    const b = o.rejectedBy;
+    if (!b) return;
+    const limit = ctx.limits[b];
+    if (limit === null || o.used[b] < limit) return; // refused by weight only: a lighter request may pass
+    if (this.refusals.size >= MAX_REFUSALS) this.refusals.clear();
+    const w = ctx.windows!;
+    this.refusals.set(ctx.keyId, {
+      bucket: b,
+      until: w.end[b],
+      limits: { ...ctx.limits },
+      start: { ...w.start },
+      used: { ...o.used },
+      shared: o.shared,
+    });
   }
 
   async evaluate(ctx: RateLimitContext, op: 'hit' | 'refund', shared = true): Promise<Outcome> {
