@@ -364,8 +364,17 @@ export class PartnerRateLimits {
   private async refund(ctx: RateLimitContext, res: Response): Promise<void> {
     if (ctx.refunded || !ctx.outcome || ctx.outcome.rejectedBy) return;
     ctx.refunded = true;
+    if (ctx.outcome.shared) {
+      // Off the answer's path: the 304 shows the counts it was counted with, less itself, and the
+      // refund goes to Redis behind it. On one client connection Redis runs commands in the order
+      // sent, so the key's next request is counted after the refund.
+      for (const b of BUCKETS) if (ctx.limits[b] !== null) ctx.outcome.used[b] = Math.max(0, ctx.outcome.used[b] - 1);
+      this.writeHeaders(res);
+      void this.store.evaluate({ ...ctx, outcome: { ...ctx.outcome } }, 'refund', true);
+      return;
+    }
     // Given back where it was counted (a refund never moves to Redis if the hit was counted in process).
-    const after = await this.store.evaluate(ctx, 'refund', ctx.outcome.shared);
+    const after = await this.store.evaluate(ctx, 'refund', false);
     for (const b of BUCKETS) if (ctx.limits[b] !== null) ctx.outcome.used[b] = after.used[b];
     this.writeHeaders(res); // the answer (e.g. a 304) shows the counts without it
   }
