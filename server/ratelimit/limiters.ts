@@ -117,12 +117,6 @@ function libraryLogger(logger: Logger) {
   };
 }
 
-interface Triple {
-  limit: number;
-  remaining: number;
-  reset: number;
-}
-
 /** The bucket whose count the library sees: the refusing one, else the limited one with the fewest left. */
 function deciding(ctx: RateLimitContext): Bucket | undefined {
   const o = ctx.outcome!;
@@ -379,59 +373,93 @@ export class PartnerRateLimits {
     this.writeHeaders(res); // the answer (e.g. a 304) shows the counts without it
   }
 
-  /** X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome. */
+  /**
+   * X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome.
+   * What a window fixes (limits, resets, the RateLimit-Policy value) is built once per key and
+   * window (windowHeaders); per answer only the remaining counts and seconds to the ends.
+   */
   private writeHeaders(res: Response): void {
     if (res.headersSent) return;
     const ctx = rateLimitContext(res);
     const o = ctx.outcome!;
     const w = ctx.windows!;
-    const triples = {} as Record<Bucket, Triple>;
-    for (const bucket of BUCKETS) {
-      const limit = ctx.limits[bucket];
-      const reset = Math.ceil(w.end[bucket] / 1000);
-      triples[bucket] =
-        limit === null
-          ? { limit: -1, remaining: -1, reset }
-          : { limit, remaining: Math.max(0, limit - o.used[bucket]), reset };
-    }
-    let general: Triple = triples.minute;
+    const fixed = windowHeaders(ctx.keyId, ctx.limits, w);
+    const remaining = { minute: '-1', day: '-1', month: '-1' } as Record<Bucket, string>;
+    let general: Bucket = 'minute';
     let fewest = Infinity;
-    for (const bucket of BUCKETS) {
-      const t = triples[bucket];
-      if (t.limit !== -1 && t.remaining < fewest) {
-        fewest = t.remaining;
-        general = t;
+    for (const bucket of fixed.limited) {
+      const left = Math.max(0, ctx.limits[bucket]! - o.used[bucket]);
+      remaining[bucket] = String(left);
+      if (left < fewest) {
+        fewest = left;
+        general = bucket;
       }
     }
-    const set = (suffix: string, t: Triple) => {
-      res.setHeader(`X-RateLimit-Limit${suffix}`, String(t.limit));
-      res.setHeader(`X-RateLimit-Remaining${suffix}`, String(t.remaining));
-      res.setHeader(`X-RateLimit-Reset${suffix}`, String(t.reset));
-    };
-    set('', general);
-    set('-Minute', triples.minute);
-    set('-Day', triples.day);
-    set('-Month', triples.month);
+    res.setHeader('X-RateLimit-Limit', fixed.limit[general]);
+    res.setHeader('X-RateLimit-Remaining', remaining[general]);
+    res.setHeader('X-RateLimit-Reset', fixed.reset[general]);
+    res.setHeader('X-RateLimit-Limit-Minute', fixed.limit.minute);
+    res.setHeader('X-RateLimit-Remaining-Minute', remaining.minute);
+    res.setHeader('X-RateLimit-Reset-Minute', fixed.reset.minute);
+    res.setHeader('X-RateLimit-Limit-Day', fixed.limit.day);
+    res.setHeader('X-RateLimit-Remaining-Day', remaining.day);
+    res.setHeader('X-RateLimit-Reset-Day', fixed.reset.day);
+    res.setHeader('X-RateLimit-Limit-Month', fixed.limit.month);
+    res.setHeader('X-RateLimit-Remaining-Month', remaining.month);
+    res.setHeader('X-RateLimit-Reset-Month', fixed.reset.month);
     // IETF draft-8, as express-rate-limit writes it (one item per limited bucket).
-    const rl: string[] = [];
-    const policy: string[] = [];
-    for (const bucket of BUCKETS) {
-      const t = triples[bucket];
-      if (t.limit === -1) continue;
-      const pk = partitionKey(w.start[bucket], ctx.keyId);
-      const t2 = Math.max(0, Math.ceil((w.end[bucket] - Date.now()) / 1000));
-      rl.push(`"${bucket}"; r=${t.remaining}; t=${t2}`);
-      policy.push(`"${bucket}"; q=${t.limit}; w=${Math.ceil(NOMINAL_WINDOW_MS[bucket] / 1000)}; pk=:${pk}:`);
-    }
-    if (rl.length) {
-      res.setHeader('RateLimit', rl.join(', '));
-      res.setHeader('RateLimit-Policy', policy.join(', '));
+    if (fixed.policy) {
+      const now = Date.now();
+      let rl = '';
+      for (const bucket of fixed.limited) {
+        const t = Math.max(0, Math.ceil((w.end[bucket] - now) / 1000));
+        rl += `${rl ? ', ' : ''}"${bucket}"; r=${remaining[bucket]}; t=${t}`;
+      }
+      res.setHeader('RateLimit', rl);
+      res.setHeader('RateLimit-Policy', fixed.policy);
     }
   }
 
   async close(): Promise<void> {
     for (const store of this.stores) store.shutdown();
   }
+}
+
+/** The rate-limit header values a key's window fixes (its limits, the window ends, the policy). */
+interface WindowHeaders {
+  /** The limited buckets, in order. */
+  limited: Bucket[];
+  limit: Record<Bucket, string>;
+  reset: Record<Bucket, string>;
+  /** RateLimit-Policy ('' when no bucket is limited). */
+  policy: string;
+}
+
+const windowHeaderCache = new Map<string, WindowHeaders>();
+
+/** Built once per key, limits and minute (the minute's start fixes the day's and the month's). */
+function windowHeaders(keyId: string, limits: PlanLimits, w: Windows): WindowHeaders {
+  const id = `${keyId}|${w.start.minute}|${limits.minute}|${limits.day}|${limits.month}`;
+  let h = windowHeaderCache.get(id);
+  if (h === undefined) {
+    const limited = BUCKETS.filter((b) => limits[b] !== null);
+    const limit = {} as Record<Bucket, string>;
+    const reset = {} as Record<Bucket, string>;
+    for (const b of BUCKETS) {
+      limit[b] = String(limits[b] ?? -1);
+      reset[b] = String(Math.ceil(w.end[b] / 1000));
+    }
+    const policy = limited
+      .map(
+        (b) =>
+          `"${b}"; q=${limits[b]}; w=${Math.ceil(NOMINAL_WINDOW_MS[b] / 1000)}; pk=:${partitionKey(w.start[b], keyId)}:`,
+      )
+      .join(', ');
+    h = { limited, limit, reset, policy };
+    if (windowHeaderCache.size >= 10_000) windowHeaderCache.clear(); // old minutes: bounded, rebuilt on demand
+    windowHeaderCache.set(id, h);
+  }
+  return h;
 }
 
 /** The draft-8 partition key of one bucket's window and key; the same for every request of that window. */
