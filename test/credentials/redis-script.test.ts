@@ -115,6 +115,33 @@ describe('the limiter in Redis (own redis-server)', () => {
     expect(Number(usage.test_endpoint)).toBe(4);
   });
 
+  test("a 304's refund does not hold the answer: sent while Redis is frozen, the refund lands behind it", async () => {
+    await awaitRoomInMinute(5000);
+    const plan = await createPlan(db.owner, 10, 100, null);
+    const { apiKey } = await issueKey(db.owner, { plan });
+    const app = express();
+    app.use(
+      '/api/v1/partner',
+      ...partner.guard.handlers,
+      express.Router().get('/test_endpoint', async (_req, res) => {
+        redisServer.freeze(); // counted already; Redis now answers nothing
+        await res.locals.rateLimit.refund();
+        res.status(304).end();
+      }),
+    );
+    expect((await server.get(TEST, bearer(apiKey))).status).toBe(200);
+    const started = Date.now();
+    const notModified = await request(app).get(TEST).set(bearer(apiKey)).expect(304);
+    const took = Date.now() - started;
+    redisServer.freeze(false);
+    expect(took).toBeLessThan(1000); // the guard's budget here is 2,000 ms: the refund was not waited for
+    expect(notModified.headers['x-ratelimit-remaining-minute']).toBe('9'); // the counts without it
+    expect(notModified.headers['x-ratelimit-remaining-day']).toBe('99');
+    const res = await server.get(TEST, bearer(apiKey)); // counted after the refund (same connection, in order)
+    expect(res.headers['x-ratelimit-remaining-minute']).toBe('8');
+    expect(res.headers['x-ratelimit-remaining-day']).toBe('98');
+  });
+
   test('usage counted by an instance that never flushed (killed) reaches PostgreSQL through another instance, once', async () => {
     const { apiKey, keyId } = await issueKey(db.owner);
     // A second instance serves 7 requests and is then abandoned without close() (no flush: like SIGKILL).
