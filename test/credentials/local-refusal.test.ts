@@ -6,7 +6,10 @@
  * With this test's own redis-server (INFO commandstats counts every command).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import express from 'express';
+import request from 'supertest';
 import { rateLimitLocalRefusals } from '../../server/metrics';
+import { PartnerRateLimits } from '../../server/ratelimit/limiters';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { listen, type Listening } from '../support/http';
@@ -188,5 +191,37 @@ describe('a refused key is refused in process until its window ends', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe('what a refusal remembers (in-process limiter)', () => {
+  const limiter = new PartnerRateLimits({ redisPrefix: 'lrw:', logger: silentLogger, endpointOf: () => 'graphql' });
+  afterAll(() => limiter.close());
+
+  test("a refusal by a query's weight alone is not remembered (a lighter one may pass); a full bucket is; weight 0 is never refused", async () => {
+    await awaitRoomInMinute(3000);
+    let limits = { minute: 5, day: null, month: null } as { minute: number; day: null; month: null };
+    const app = express();
+    app.use(
+      (req, res, next) => {
+        res.locals.rateLimit = { keyId: 'weighted', limits, weight: Number(req.query.w) };
+        next();
+      },
+      ...limiter.handlers,
+    );
+    app.get('/q', (_req, res) => void res.json({ ok: true }));
+    const send = async (w: number) => (await request(app).get(`/q?w=${w}`)).status;
+    const before = await localRefusals('minute');
+    expect(await send(3)).toBe(200); // 3 of 5
+    expect(await send(3)).toBe(429); // 6 > 5: refused by its weight, the bucket not full
+    expect(await localRefusals('minute')).toBe(before);
+    expect(await send(2)).toBe(200); // 5 of 5
+    expect(await send(1)).toBe(429); // full: remembered
+    expect(await send(1)).toBe(429);
+    expect(await localRefusals('minute')).toBe(before + 1);
+    expect(await send(0)).toBe(200); // counts nothing: never refused
+    limits = { minute: 6, day: null, month: null }; // a plan change forgets the refusal at once
+    expect(await send(1)).toBe(200);
+    expect(await localRefusals('minute')).toBe(before + 1);
   });
 });
