@@ -125,7 +125,10 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     touch: (keyId, day) => sharedUsage?.touch(keyId, day),
     flushEveryMs: options.usageFlushMs,
     rateLimitedInProcess: (keyId, day, n) => {
-      for (let i = 0; i < n; i++) usage.record(keyId, NO_ENDPOINT, true, new Date(`${day}T00:00:00Z`));
+      // in their day (now, or the day's last instant when the push failed past midnight)
+      const now = new Date();
+      const at = now.toISOString().startsWith(day) ? now : new Date(Date.parse(`${day}T00:00:00Z`) + 86_399_999);
+      for (let i = 0; i < n; i++) usage.record(keyId, NO_ENDPOINT, true, at);
     },
   });
   const deprecatedCalls = new DeprecatedCallTally(pool, logger, options.usageFlushMs);
