@@ -28,11 +28,18 @@ export interface BenchArgs {
   warm: boolean;
   /** pgbench of api.bar (with the database phase). */
   pgbench: boolean;
+  /** The HTTP phase runs each endpoint also with `Accept-Encoding: gzip, br` (as partners send it). */
+  compressed: boolean;
+  /** The 429-flood phase: one key flooding at `floodRate` req/s while other keys are measured. */
+  flood: boolean;
+  floodRate: number;
+  /** --flood-only: the flood phase and nothing else. */
+  floodOnly: boolean;
 }
 
 export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--connections N] [--rate R] [--db-samples N]
                        [--only bar,search,...] [--explain] [--explain-only] [--explain-dir D] [--no-db] [--no-http] [--no-ratio] [--seed S]
-                       [--runs N] [--no-warm] [--no-pgbench]
+                       [--runs N] [--no-warm] [--no-pgbench] [--no-compressed] [--no-flood] [--flood-only] [--flood-rate R]
 env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
      BENCH_SERVER_NODE_ARGS (node flags of the full server, e.g. --cpu-prof --cpu-prof-dir=D),
@@ -66,10 +73,15 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       runs: { type: 'string' },
       'no-warm': { type: 'boolean' },
       'no-pgbench': { type: 'boolean' },
+      'no-compressed': { type: 'boolean' },
+      'no-flood': { type: 'boolean' },
+      'flood-only': { type: 'boolean' },
+      'flood-rate': { type: 'string' },
     },
     strict: true,
   });
   const explainOnly = values['explain-only'] ?? false;
+  const floodOnly = values['flood-only'] ?? false;
   return {
     databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bars_bench',
     redisUrl: env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
@@ -82,14 +94,18 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       ?.split(',')
       .map((s) => s.trim())
       .filter(Boolean),
-    explain: explainOnly || (values.explain ?? false),
-    db: !explainOnly && !values['no-db'],
-    http: !explainOnly && !values['no-http'],
-    ratio: !explainOnly && !values['no-ratio'],
+    explain: !floodOnly && (explainOnly || (values.explain ?? false)),
+    db: !floodOnly && !explainOnly && !values['no-db'],
+    http: !floodOnly && !explainOnly && !values['no-http'],
+    ratio: !floodOnly && !explainOnly && !values['no-ratio'],
     explainDir: values['explain-dir'] ?? 'docs/explain',
     seed: positive('seed', values.seed, 1),
     runs: Math.round(positive('runs', values.runs, 3)),
     warm: !values['no-warm'],
-    pgbench: !explainOnly && !values['no-db'] && !values['no-pgbench'],
+    pgbench: !floodOnly && !explainOnly && !values['no-db'] && !values['no-pgbench'],
+    compressed: !values['no-compressed'],
+    flood: floodOnly || (!explainOnly && !values['no-flood']),
+    floodRate: positive('flood-rate', values['flood-rate'], 10_000),
+    floodOnly,
   };
 }

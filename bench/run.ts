@@ -29,7 +29,8 @@ import { runPaced } from './paced';
 import { cpuSeconds, startBareServer, startFullServer } from './servers';
 import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
-import { endpoints, sampleData, type Endpoint } from './workload';
+import { floodPhase } from './flood';
+import { endpoints, sampleData, withEncodings, type Endpoint } from './workload';
 
 const PREFIX = '/api/v1/partner';
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
@@ -352,6 +353,9 @@ async function main(): Promise<void> {
   console.log(`\ncommit ${gitCommit()} · PostgreSQL: ${settings}\ncache: ${warmed}`);
   const sample = await sampleData(client).finally(() => client.end());
   const list = endpoints(sample).filter((e) => !args.only || args.only.includes(e.name));
+  // The HTTP phase also with `Accept-Encoding: gzip, br` (--no-compressed: without); the database,
+  // EXPLAIN and full/bare phases see no content coding, so they keep the plain list.
+  const httpList = withEncodings(list, args.compressed);
   const all: Record<string, unknown> = {
     at: new Date().toISOString(),
     scale,
@@ -383,9 +387,10 @@ async function main(): Promise<void> {
     );
     all.pgbench = { bar: tps };
   }
-  if (args.http) all.http = await httpPhase(args, list, db.apiKey, poolMax);
+  if (args.http) all.http = await httpPhase(args, httpList, db.apiKey, poolMax);
   if (args.ratio) all.ratio = await ratioPhase(args, list, db.apiKey, poolMax);
-  if (!args.only || args.only.includes('graphql'))
+  if (args.flood) all.flood = await floodPhase(args, list, db.apiKey, poolMax); // bench/flood.ts
+  if (!args.floodOnly && (!args.only || args.only.includes('graphql')))
     all.graphql = await graphqlPhase({ ...args, apiKey: db.apiKey, poolMax }); // bench/graphql.ts
 
   const out = path.resolve(__dirname, '../../bench/results');

@@ -533,3 +533,24 @@ export function endpoints(s: Sample): Endpoint[] {
     },
   ];
 }
+
+/** What partners send: the compressed runs of every endpoint (bench --no-compressed: identity only). */
+export const PARTNER_ACCEPT_ENCODING = 'gzip, br';
+
+/**
+ * Each endpoint as it is, then (with `compressed`) each again with `Accept-Encoding: gzip, br`,
+ * named `<name> (gzip, br)` (`base` is its name without the suffix, for --only).
+ */
+export function withEncodings(list: Endpoint[], compressed: boolean): (Endpoint & { base: string })[] {
+  const plain = list.map((e) => ({ ...e, base: e.name }));
+  if (!compressed) return plain;
+  const encoded = list
+    .filter((e) => !e.headers)
+    .map((e) => ({
+      ...e,
+      base: e.name,
+      name: `${e.name} (${PARTNER_ACCEPT_ENCODING})`,
+      headers: { 'accept-encoding': PARTNER_ACCEPT_ENCODING },
+    }));
+  return [...plain, ...encoded];
+}

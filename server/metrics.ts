@@ -181,3 +181,29 @@ export const dbBreakerOpen = new Gauge({
   labelNames: ['database'] as const,
   registers: [registry],
 });
+
+/** The compressed-answer cache (http/compressed-cache.ts): lookups by result, evictions, bytes held. */
+export const compressedCacheLookups = new Counter({
+  name: 'partner_compressed_cache_lookups_total',
+  help: 'Compressed-answer cache lookups, by content coding and result (hit, miss)',
+  labelNames: ['encoding', 'result'] as const,
+  registers: [registry],
+});
+export const compressedCacheEvictions = new Counter({
+  name: 'partner_compressed_cache_evictions_total',
+  help: 'Compressed answers evicted from the cache (least recently used first) to stay within its size',
+  registers: [registry],
+});
+export const compressedCacheBytes = new Gauge({
+  name: 'partner_compressed_cache_bytes',
+  help: 'Bytes of compressed answers held by the cache (COMPRESSED_CACHE_MB bounds it)',
+  registers: [registry],
+});
+
+/** 429s answered from the process's memory of a full bucket, without Redis (ratelimit/limiters.ts). */
+export const rateLimitLocalRefusals = new Counter({
+  name: 'partner_rate_limit_local_refusals_total',
+  help: 'Requests refused with 429 locally (the key was refused earlier in the same window), by bucket',
+  labelNames: ['bucket'] as const,
+  registers: [registry],
+});

@@ -118,6 +118,12 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     prefix: redisPrefix,
     touch: (keyId, day) => sharedUsage?.touch(keyId, day),
     flushEveryMs: options.usageFlushMs,
+    rateLimitedInProcess: (keyId, day, n) => {
+      // in their day (now, or the day's last instant when the push failed past midnight)
+      const now = new Date();
+      const at = now.toISOString().startsWith(day) ? now : new Date(Date.parse(`${day}T00:00:00Z`) + 86_399_999);
+      for (let i = 0; i < n; i++) usage.record(keyId, NO_ENDPOINT, true, at);
+    },
   });
   const deprecatedCalls = new DeprecatedCallTally(pool, logger, options.usageFlushMs);
 
@@ -158,7 +164,9 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (contract/deprecations.ts)
       if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
       if (ctx.outcome?.shared) {
-        sharedUsage?.touch(identity.keyId, ctx.windows!.day); // counted by the script
+        // counted by the script; a 429 refused in process (no Redis) is added with the next push
+        if (ctx.refusedLocally) history.rateLimited(identity.keyId, ctx.windows!.start.minute);
+        sharedUsage?.touch(identity.keyId, ctx.windows!.day);
       } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
         const endpoint = rateLimited ? NO_ENDPOINT : endpointOf(req);
         usage.record(identity.keyId, endpoint, rateLimited, undefined, rateLimited ? 1 : (ctx.weight ?? 1));

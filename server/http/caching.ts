@@ -14,6 +14,9 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
 import type { RateLimitContext } from '../ratelimit/limiters';
+import { compressedCache, type Coding } from './compressed-cache';
+
+compressedCache(); // COMPRESSED_CACHE_MB is checked at start-up, not on a first request
 
 /** `compression`'s own negotiator (its dependency, so the very version that picks the coding). */
 type NegotiatorClass = new (req: Request) => {
@@ -64,10 +67,15 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * The 200 is written with Node's own calls, not `res.send`: its content-type parsing, its copy of
  * a body over 1,000 characters into a Buffer and its second freshness check are work this answer
  * has already done (the bytes are the same; HEAD gets the headers and no body).
+ * A compressed 200 comes from the compressed-answer cache (compressed-cache.ts) with its
+ * Content-Encoding and Content-Length set, so `compression` passes it through ("already encoded")
+ * after adding Vary: Accept-Encoding, as it does for every answer it considers.
  */
 export async function sendCacheable(req: Request, res: Response, body: string): Promise<void> {
   const length = Buffer.byteLength(body);
-  const etag = encodedEtag(strongEtag(body), responseEncoding(req, length));
+  const identityEtag = strongEtag(body);
+  const encoding = responseEncoding(req, length);
+  const etag = encodedEtag(identityEtag, encoding);
   res.setHeader('ETag', etag);
   res.setHeader('Cache-Control', PARTNER_CACHE_CONTROL);
   if (ifNoneMatchHits(req.headers['if-none-match'], etag)) {
@@ -78,6 +86,16 @@ export async function sendCacheable(req: Request, res: Response, body: string): 
   }
   res.statusCode = 200;
   res.setHeader('Content-Type', JSON_TYPE);
+  const cache = compressedCache();
+  if (encoding !== 'identity' && cache.maxBytes > 0) {
+    const encoded = await cache.get(identityEtag, encoding as Coding, body);
+    if (res.destroyed) return; // the client went away meanwhile
+    res.vary('Accept-Encoding');
+    res.setHeader('Content-Encoding', encoding);
+    res.setHeader('Content-Length', encoded.length);
+    res.end(encoded);
+    return;
+  }
   res.setHeader('Content-Length', length);
   if (req.method === 'HEAD') res.end();
   else res.end(body, 'utf8');

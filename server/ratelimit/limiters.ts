@@ -28,7 +28,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type RateLimitInfo, type RateLimitRequestHandler } from 'express-rate-limit';
 import { sendError } from '../contract/errors';
 import type { Logger } from '../log';
-import { rateLimitRejections } from '../metrics';
+import { rateLimitLocalRefusals, rateLimitRejections } from '../metrics';
 import type { RedisClient } from '../redis';
 import type { RedisBreaker } from './breaker';
 import {
@@ -45,6 +45,27 @@ import { AlignedStore } from './store';
 import { BUCKETS, NOMINAL_WINDOW_MS, windowStart, type Bucket } from './windows';
 
 export type { PlanLimits } from './buckets';
+
+/**
+ * A key refused because a bucket was full: until that bucket's window ends the
+ * process refuses the key itself (no Redis, no PostgreSQL), as the script would
+ * (a refused request counts against no bucket, so a full bucket stays full
+ * until its window ends; other instances' refunds aside, see docs/OPERATIONS.md).
+ */
+interface Refusal {
+  bucket: Bucket;
+  /** The refusing bucket's window end (ms). */
+  until: number;
+  /** The limits it was decided with (a plan change makes it stale). */
+  limits: PlanLimits;
+  /** Window starts and counts at the refusal: a bucket still in its window shows the same count. */
+  start: Record<Bucket, number>;
+  used: Record<Bucket, number>;
+  shared: boolean;
+}
+
+/** More refused keys than this at once: forgotten (they are asked of Redis again). */
+const MAX_REFUSALS = 100_000;
 
 export interface RateLimitContext {
   keyId: string;
@@ -63,6 +84,8 @@ export interface RateLimitContext {
   refund?: () => Promise<void>;
   /** The general triple last written as X-RateLimit-* (the bucket with the fewest remaining). */
   general?: Triple;
+  /** Refused by the process's memory of a full bucket (Refusal), not by Redis: its 429 is counted by the guard. */
+  refusedLocally?: boolean;
 }
 
 export interface LimiterOptions {
@@ -129,6 +152,8 @@ class ThreeBucketStore {
   readonly prefix: string;
   readonly pending = new Map<string, RateLimitContext>();
   readonly local = new LocalBuckets();
+  /** Key id -> its refusal, until the refusing bucket's window ends. */
+  readonly refusals = new Map<string, Refusal>();
 
   constructor(private readonly options: LimiterOptions) {
     this.localKeys = !options.redis;
@@ -139,12 +164,58 @@ class ThreeBucketStore {
   async increment(key: string): Promise<{ totalHits: number; resetTime: Date }> {
     const ctx = this.pending.get(key)!;
     this.pending.delete(key);
-    ctx.outcome = await this.evaluate(ctx, 'hit');
+    const known = this.refusedLocally(ctx);
+    if (known) {
+      ctx.outcome = known;
+      ctx.refusedLocally = true;
+      rateLimitLocalRefusals.inc({ bucket: known.rejectedBy! });
+    } else {
+      ctx.outcome = await this.evaluate(ctx, 'hit');
+      this.noteRefusal(ctx);
+    }
     const b = deciding(ctx);
     if (!b) return { totalHits: 1, resetTime: new Date(ctx.windows!.end.minute) };
     const limit = ctx.limits[b]!;
     const totalHits = ctx.outcome.rejectedBy ? limit + 1 : ctx.outcome.used[b];
     return { totalHits, resetTime: new Date(ctx.windows!.end[b]) };
+  }
+
+  /**
+   * The outcome the script would give a key refused earlier in the refusing bucket's window: the
+   * same bucket refuses; a bucket still in the window of the refusal shows its count then, one in a
+   * later window (e.g. the next minute while the day is full) shows 0, as its new counter in Redis.
+   */
+  private refusedLocally(ctx: RateLimitContext): Outcome | undefined {
+    const r = this.refusals.get(ctx.keyId);
+    if (!r) return undefined;
+    const w = ctx.windows!;
+    if (w.end[r.bucket] !== r.until || BUCKETS.some((b) => ctx.limits[b] !== r.limits[b])) {
+      this.refusals.delete(ctx.keyId);
+      return undefined;
+    }
+    if ((ctx.weight ?? 1) <= 0) return undefined; // a request that counts nothing is never refused
+    const used = { minute: 0, day: 0, month: 0 };
+    for (const b of BUCKETS) if (ctx.limits[b] !== null && w.start[b] === r.start[b]) used[b] = r.used[b];
+    return { rejectedBy: r.bucket, used, shared: r.shared };
+  }
+
+  /** Remembers a refusal by a full bucket (one that refuses any request, whatever its weight). */
+  private noteRefusal(ctx: RateLimitContext): void {
+    const o = ctx.outcome!;
+    const b = o.rejectedBy;
+    if (!b) return;
+    const limit = ctx.limits[b];
+    if (limit === null || o.used[b] < limit) return; // refused by weight only: a lighter request may pass
+    if (this.refusals.size >= MAX_REFUSALS) this.refusals.clear();
+    const w = ctx.windows!;
+    this.refusals.set(ctx.keyId, {
+      bucket: b,
+      until: w.end[b],
+      limits: { ...ctx.limits },
+      start: { ...w.start },
+      used: { ...o.used },
+      shared: o.shared,
+    });
   }
 
   async evaluate(ctx: RateLimitContext, op: 'hit' | 'refund', shared = true): Promise<Outcome> {
@@ -295,66 +366,113 @@ export class PartnerRateLimits {
   private async refund(ctx: RateLimitContext, res: Response): Promise<void> {
     if (ctx.refunded || !ctx.outcome || ctx.outcome.rejectedBy) return;
     ctx.refunded = true;
+    if (ctx.outcome.shared) {
+      // Off the answer's path: the 304 shows the counts it was counted with, less itself, and the
+      // refund goes to Redis behind it. On one client connection Redis runs commands in the order
+      // sent, so the key's next request is counted after the refund.
+      for (const b of BUCKETS) if (ctx.limits[b] !== null) ctx.outcome.used[b] = Math.max(0, ctx.outcome.used[b] - 1);
+      this.writeHeaders(res);
+      void this.store.evaluate({ ...ctx, outcome: { ...ctx.outcome } }, 'refund', true);
+      return;
+    }
     // Given back where it was counted (a refund never moves to Redis if the hit was counted in process).
-    const after = await this.store.evaluate(ctx, 'refund', ctx.outcome.shared);
+    const after = await this.store.evaluate(ctx, 'refund', false);
     for (const b of BUCKETS) if (ctx.limits[b] !== null) ctx.outcome.used[b] = after.used[b];
     this.writeHeaders(res); // the answer (e.g. a 304) shows the counts without it
   }
 
-  /** X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome. */
+  /**
+   * X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome.
+   * What a window fixes (limits, resets, the RateLimit-Policy value) is built once per key and
+   * window (windowHeaders); per answer only the remaining counts and seconds to the ends.
+   */
   private writeHeaders(res: Response): void {
     if (res.headersSent) return;
     const ctx = rateLimitContext(res);
     const o = ctx.outcome!;
     const w = ctx.windows!;
-    const triples = {} as Record<Bucket, Triple>;
-    for (const bucket of BUCKETS) {
-      const limit = ctx.limits[bucket];
-      const reset = Math.ceil(w.end[bucket] / 1000);
-      triples[bucket] =
-        limit === null
-          ? { limit: -1, remaining: -1, reset }
-          : { limit, remaining: Math.max(0, limit - o.used[bucket]), reset };
-    }
-    let general: Triple = triples.minute;
+    const fixed = windowHeaders(ctx.keyId, ctx.limits, w);
+    const remaining = { minute: '-1', day: '-1', month: '-1' } as Record<Bucket, string>;
+    let general: Bucket = 'minute';
     let fewest = Infinity;
-    for (const bucket of BUCKETS) {
-      const t = triples[bucket];
-      if (t.limit !== -1 && t.remaining < fewest) {
-        fewest = t.remaining;
-        general = t;
+    for (const bucket of fixed.limited) {
+      const left = Math.max(0, ctx.limits[bucket]! - o.used[bucket]);
+      remaining[bucket] = String(left);
+      if (left < fewest) {
+        fewest = left;
+        general = bucket;
       }
     }
-    const set = (suffix: string, t: Triple) => {
-      res.setHeader(`X-RateLimit-Limit${suffix}`, String(t.limit));
-      res.setHeader(`X-RateLimit-Remaining${suffix}`, String(t.remaining));
-      res.setHeader(`X-RateLimit-Reset${suffix}`, String(t.reset));
+    res.setHeader('X-RateLimit-Limit', fixed.limit[general]);
+    res.setHeader('X-RateLimit-Remaining', remaining[general]);
+    res.setHeader('X-RateLimit-Reset', fixed.reset[general]);
+    res.setHeader('X-RateLimit-Limit-Minute', fixed.limit.minute);
+    res.setHeader('X-RateLimit-Remaining-Minute', remaining.minute);
+    res.setHeader('X-RateLimit-Reset-Minute', fixed.reset.minute);
+    res.setHeader('X-RateLimit-Limit-Day', fixed.limit.day);
+    res.setHeader('X-RateLimit-Remaining-Day', remaining.day);
+    res.setHeader('X-RateLimit-Reset-Day', fixed.reset.day);
+    res.setHeader('X-RateLimit-Limit-Month', fixed.limit.month);
+    res.setHeader('X-RateLimit-Remaining-Month', remaining.month);
+    res.setHeader('X-RateLimit-Reset-Month', fixed.reset.month);
+    ctx.general = {
+      limit: Number(fixed.limit[general]),
+      remaining: Number(remaining[general]),
+      reset: Number(fixed.reset[general]),
     };
-    ctx.general = general;
-    set('', general);
-    set('-Minute', triples.minute);
-    set('-Day', triples.day);
-    set('-Month', triples.month);
     // IETF draft-8, as express-rate-limit writes it (one item per limited bucket).
-    const rl: string[] = [];
-    const policy: string[] = [];
-    for (const bucket of BUCKETS) {
-      const t = triples[bucket];
-      if (t.limit === -1) continue;
-      const pk = partitionKey(w.start[bucket], ctx.keyId);
-      const t2 = Math.max(0, Math.ceil((w.end[bucket] - Date.now()) / 1000));
-      rl.push(`"${bucket}"; r=${t.remaining}; t=${t2}`);
-      policy.push(`"${bucket}"; q=${t.limit}; w=${Math.ceil(NOMINAL_WINDOW_MS[bucket] / 1000)}; pk=:${pk}:`);
-    }
-    if (rl.length) {
-      res.setHeader('RateLimit', rl.join(', '));
-      res.setHeader('RateLimit-Policy', policy.join(', '));
+    if (fixed.policy) {
+      const now = Date.now();
+      let rl = '';
+      for (const bucket of fixed.limited) {
+        const t = Math.max(0, Math.ceil((w.end[bucket] - now) / 1000));
+        rl += `${rl ? ', ' : ''}"${bucket}"; r=${remaining[bucket]}; t=${t}`;
+      }
+      res.setHeader('RateLimit', rl);
+      res.setHeader('RateLimit-Policy', fixed.policy);
     }
   }
 
   async close(): Promise<void> {
     for (const store of this.stores) store.shutdown();
   }
+}
+
+/** The rate-limit header values a key's window fixes (its limits, the window ends, the policy). */
+interface WindowHeaders {
+  /** The limited buckets, in order. */
+  limited: Bucket[];
+  limit: Record<Bucket, string>;
+  reset: Record<Bucket, string>;
+  /** RateLimit-Policy ('' when no bucket is limited). */
+  policy: string;
+}
+
+const windowHeaderCache = new Map<string, WindowHeaders>();
+
+/** Built once per key, limits and minute (the minute's start fixes the day's and the month's). */
+function windowHeaders(keyId: string, limits: PlanLimits, w: Windows): WindowHeaders {
+  const id = `${keyId}|${w.start.minute}|${limits.minute}|${limits.day}|${limits.month}`;
+  let h = windowHeaderCache.get(id);
+  if (h === undefined) {
+    const limited = BUCKETS.filter((b) => limits[b] !== null);
+    const limit = {} as Record<Bucket, string>;
+    const reset = {} as Record<Bucket, string>;
+    for (const b of BUCKETS) {
+      limit[b] = String(limits[b] ?? -1);
+      reset[b] = String(Math.ceil(w.end[b] / 1000));
+    }
+    const policy = limited
+      .map(
+        (b) =>
+          `"${b}"; q=${limits[b]}; w=${Math.ceil(NOMINAL_WINDOW_MS[b] / 1000)}; pk=:${partitionKey(w.start[b], keyId)}:`,
+      )
+      .join(', ');
+    h = { limited, limit, reset, policy };
+    if (windowHeaderCache.size >= 10_000) windowHeaderCache.clear(); // old minutes: bounded, rebuilt on demand
+    windowHeaderCache.set(id, h);
+  }
+  return h;
 }
 
 /** The draft-8 partition key of one bucket's window and key; the same for every request of that window. */

@@ -23,7 +23,7 @@
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
 import type { RedisBreaker } from '../ratelimit/breaker';
-import { USAGE_TTL_AFTER_DAY_MS, usageKey } from '../ratelimit/buckets';
+import { RATE_LIMITED_FIELD, USAGE_TTL_AFTER_DAY_MS, usageKey } from '../ratelimit/buckets';
 import type { RedisClient } from '../redis';
 import { CALLS, apiQuery } from '../contract/calls';
 
@@ -53,6 +53,8 @@ export interface HourlyUsageOptions {
   touch?: (keyId: string, day: string) => void;
   pushEveryMs?: number;
   flushEveryMs?: number;
+  /** 429s of rateLimited() whose push failed: counted in process instead (UsageRecorder). */
+  rateLimitedInProcess?: (keyId: string, day: string, n: number) => void;
 }
 
 interface LocalRow {
@@ -117,6 +119,20 @@ export class HourlyUsage {
     this.addLocal(`${iso.slice(0, 13)}:00:00Z`, keyId, endpoint, cls, 1);
   }
 
+  /**
+   * A 429 the process refused itself (ratelimit/limiters.ts Refusal), which the script did not
+   * count: its '#429' in the key-day usage hash goes with the next push, as the hourly fields do.
+   */
+  rateLimited(keyId: string, at: number): void {
+    const id = `${keyId}|${new Date(at).toISOString().slice(0, 10)}`;
+    let fields = this.shared.get(id);
+    if (!fields) {
+      if (this.shared.size >= MAX_PENDING) return this.drop();
+      this.shared.set(id, (fields = new Map()));
+    }
+    fields.set(RATE_LIMITED_FIELD, (fields.get(RATE_LIMITED_FIELD) ?? 0) + 1);
+  }
+
   private drop(): void {
     if (this.dropped++ % 1000 === 0)
       this.o.logger.warn({ dropped: this.dropped }, 'hourly usage: too many pending counts; dropping');
@@ -173,6 +189,10 @@ export class HourlyUsage {
         for (const [id, fields] of batch) {
           const [keyId, day] = id.split('|') as [string, string];
           for (const [field, n] of fields) {
+            if (field === RATE_LIMITED_FIELD) {
+              this.o.rateLimitedInProcess?.(keyId, day, n);
+              continue;
+            }
             const [, hh, cls, endpoint] = /^@(\d\d)\|(.)\|(.*)$/s.exec(field)!;
             this.addLocal(`${day}T${hh}:00:00Z`, keyId, endpoint!, cls as StatusClass, n);
           }

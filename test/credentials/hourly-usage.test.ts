@@ -74,6 +74,27 @@ describe('hourly usage: failure paths', () => {
     ]);
   });
 
+  test('429s refused in process (rateLimited) go with the push; a failed push hands them to the in-process usage', async () => {
+    const fake = failingRedis();
+    const handed: [string, string, number][] = [];
+    const h = new HourlyUsage({
+      pool: db.partnerPool(),
+      logger: silentLogger,
+      redis: fake.redis,
+      flushEveryMs: 60_000,
+      rateLimitedInProcess: (keyId, day, n) => handed.push([keyId, day, n]),
+    });
+    for (let i = 0; i < 3; i++) h.rateLimited('k1', AT);
+    h.rateLimited('k2', AT);
+    await h.push();
+    expect(fake.pipelines).toBe(1);
+    expect(handed.sort()).toEqual([
+      ['k1', '2026-11-24', 3],
+      ['k2', '2026-11-24', 1],
+    ]);
+    await h.close();
+  });
+
   test('an open breaker skips Redis; a failed PostgreSQL write keeps the counts for the next one', async () => {
     const { keyId } = await issueKey(db.owner);
     const fake = failingRedis();

@@ -63,7 +63,7 @@ describe('the limiter in Redis (own redis-server)', () => {
     await db?.drop();
   });
 
-  test('one Redis command per request for the three buckets and usage (INFO commandstats), 429s included', async () => {
+  test('one Redis command per request for the three buckets and usage (INFO commandstats); after the first 429, none', async () => {
     await awaitRoomInMinute(10_000);
     const plan = await createPlan(db.owner, 30, 1000, 100_000); // three limited buckets
     const { apiKey } = await issueKey(db.owner, { plan });
@@ -74,9 +74,10 @@ describe('the limiter in Redis (own redis-server)', () => {
     for (let i = 0; i < 40; i++) statuses.push((await server.get(TEST, bearer(apiKey))).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(29);
     expect(statuses.filter((s) => s === 429)).toHaveLength(11);
-    // commandstats also counts the commands a script calls; the only command a client sent is EVALSHA.
+    // commandstats also counts the commands a script calls; the only command a client sent is EVALSHA:
+    // 29 served, the first 429; the 10 after it are refused in process (limiters.ts Refusal).
     const { evalsha, ...insideScript } = await commandCalls(probe);
-    expect(evalsha).toBe(40);
+    expect(evalsha).toBe(30);
     expect(Object.keys(insideScript).filter((c) => !SCRIPT_COMMANDS.includes(c))).toEqual([]);
     expect(insideScript.incr).toBe(29 * 3); // the 29 served requests, three buckets each; 429s increment nothing
     // The minute counter holds the 30 served requests (429s counted nowhere); the day and month too.
@@ -112,6 +113,33 @@ describe('the limiter in Redis (own redis-server)', () => {
     // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const usage = await probe.hgetall(`rs:{${keyId}}:u:${new Date().toISOString().slice(0, 10)}`);
     expect(Number(usage.test_endpoint)).toBe(4);
+  });
+
+  test("a 304's refund does not hold the answer: sent while Redis is frozen, the refund lands behind it", async () => {
+    await awaitRoomInMinute(5000);
+    const plan = await createPlan(db.owner, 10, 100, null);
+    const { apiKey } = await issueKey(db.owner, { plan });
+    const app = express();
+    app.use(
+      '/api/v1/partner',
+      ...partner.guard.handlers,
+      express.Router().get('/test_endpoint', async (_req, res) => {
+        redisServer.freeze(); // counted already; Redis now answers nothing
+        await res.locals.rateLimit.refund();
+        res.status(304).end();
+      }),
+    );
+    expect((await server.get(TEST, bearer(apiKey))).status).toBe(200);
+    const started = Date.now();
+    const notModified = await request(app).get(TEST).set(bearer(apiKey)).expect(304);
+    const took = Date.now() - started;
+    redisServer.freeze(false);
+    expect(took).toBeLessThan(1000); // the guard's budget here is 2,000 ms: the refund was not waited for
+    expect(notModified.headers['x-ratelimit-remaining-minute']).toBe('9'); // the counts without it
+    expect(notModified.headers['x-ratelimit-remaining-day']).toBe('99');
+    const res = await server.get(TEST, bearer(apiKey)); // counted after the refund (same connection, in order)
+    expect(res.headers['x-ratelimit-remaining-minute']).toBe('8');
+    expect(res.headers['x-ratelimit-remaining-day']).toBe('98');
   });
 
   test('usage counted by an instance that never flushed (killed) reaches PostgreSQL through another instance, once', async () => {

@@ -1,0 +1,121 @@
+/**
+ * Compressed forms of the stored texts sendCacheable sends (caching.ts), kept
+ * in a bounded in-process LRU keyed by the body's ETag and the content coding,
+ * so a large answer asked for again with `Accept-Encoding: gzip, br` is not
+ * compressed again on every request.
+ *
+ * - The codings and settings are those `compression` uses (gzip and deflate at
+ *   zlib's default level, br at quality 4), so a cached answer is the same
+ *   representation the middleware would have produced (same decoded bytes,
+ *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`).
+ * - Size: COMPRESSED_CACHE_MB (default 64; 0 disables the cache, the
+ *   middleware then compresses as before). Least recently used forms go first.
+ * - Concurrent misses of one form compress it once (the pending promise is shared).
+ * - Metrics: partner_compressed_cache_lookups_total{encoding,result},
+ *   partner_compressed_cache_evictions_total, partner_compressed_cache_bytes.
+ */
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import { compressedCacheBytes, compressedCacheEvictions, compressedCacheLookups } from '../metrics';
+
+export type Coding = 'br' | 'gzip' | 'deflate';
+
+const gzip = promisify(zlib.gzip);
+const deflate = promisify(zlib.deflate);
+const brotli = promisify(zlib.brotliCompress);
+
+/** As `compression` 1.8 compresses (its brotli default is quality 4; zlib codings at their default level). */
+export function compress(body: string, coding: Coding): Promise<Buffer> {
+  switch (coding) {
+    case 'br':
+      return brotli(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
+    case 'gzip':
+      return gzip(body);
+    case 'deflate':
+      return deflate(body);
+  }
+}
+
+export const DEFAULT_COMPRESSED_CACHE_MB = 64;
+
+/** COMPRESSED_CACHE_MB: a non-negative number of megabytes (fractions allowed), else the default. */
+export function compressedCacheBytesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.COMPRESSED_CACHE_MB;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_COMPRESSED_CACHE_MB * 1024 * 1024;
+  const mb = Number(raw);
+  if (!Number.isFinite(mb) || mb < 0) throw new Error(`COMPRESSED_CACHE_MB must be a number >= 0, got "${raw}"`);
+  return Math.floor(mb * 1024 * 1024);
+}
+
+export class CompressedCache {
+  private readonly entries = new Map<string, Buffer>();
+  private readonly pending = new Map<string, Promise<Buffer>>();
+  private held = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.held;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The `coding` form of `body`, whose identity ETag is `etag`: from the cache, else compressed (and kept). */
+  async get(etag: string, coding: Coding, body: string): Promise<Buffer> {
+    if (this.maxBytes <= 0) return compress(body, coding);
+    const id = `${coding} ${etag}`;
+    const hit = this.entries.get(id);
+    if (hit) {
+      // most recently used: to the end of the insertion order
+      this.entries.delete(id);
+      this.entries.set(id, hit);
+      compressedCacheLookups.inc({ encoding: coding, result: 'hit' });
+      return hit;
+    }
+    compressedCacheLookups.inc({ encoding: coding, result: 'miss' });
+    let compressing = this.pending.get(id);
+    if (!compressing) {
+      compressing = compress(body, coding).finally(() => this.pending.delete(id));
+      this.pending.set(id, compressing);
+      void compressing.then(
+        (buf) => this.keep(id, buf),
+        () => undefined,
+      );
+    }
+    return compressing;
+  }
+
+  private keep(id: string, buf: Buffer): void {
+    if (buf.length > this.maxBytes || this.entries.has(id)) return;
+    this.entries.set(id, buf);
+    this.held += buf.length;
+    for (const [oldest, old] of this.entries) {
+      if (this.held <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.held -= old.length;
+      compressedCacheEvictions.inc();
+    }
+    compressedCacheBytes.set(this.held);
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.held = 0;
+    compressedCacheBytes.set(0);
+  }
+}
+
+let shared: CompressedCache | undefined;
+
+/** The process's cache (sized by COMPRESSED_CACHE_MB on first use). */
+export function compressedCache(): CompressedCache {
+  return (shared ??= new CompressedCache(compressedCacheBytesFromEnv()));
+}
+
+/** Replaces the process's cache (tests; a new size). */
+export function setCompressedCache(cache: CompressedCache): void {
+  shared?.clear();
+  shared = cache;
+}

@@ -1,0 +1,182 @@
+/**
+ * The compressed-answer cache (server/http/compressed-cache.ts): a large answer asked for with
+ * gzip / br is compressed once per ETag and coding and then served from the cache, with the same
+ * decoded bytes, Content-Encoding, Content-Length, Vary and per-coding strong ETag as before;
+ * q-values decide the coding; identity when none is acceptable; 304s; the cache stays within its size.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import type { Express } from 'express';
+import request from 'supertest';
+import {
+  CompressedCache,
+  compressedCacheBytesFromEnv,
+  DEFAULT_COMPRESSED_CACHE_MB,
+  setCompressedCache,
+} from '../../server/http/compressed-cache';
+import { compressedCacheEvictions, compressedCacheLookups } from '../../server/metrics';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { fixtures } from '../support/fixtures';
+import { buildApp } from '../support/partner-app';
+
+async function lookups(encoding: string, result: 'hit' | 'miss'): Promise<number> {
+  const m = await compressedCacheLookups.get();
+  return m.values.find((v) => v.labels.encoding === encoding && v.labels.result === result)?.value ?? 0;
+}
+
+function decode(coding: string | undefined, body: Buffer): string {
+  if (coding === 'br') return zlib.brotliDecompressSync(body).toString('utf8');
+  if (coding === 'gzip') return zlib.gunzipSync(body).toString('utf8');
+  if (coding === 'deflate') return zlib.inflateSync(body).toString('utf8');
+  return body.toString('utf8');
+}
+
+describe('compressed answers cached', () => {
+  let db: TestDatabase;
+  let app: Express;
+  let cache: CompressedCache;
+
+  let server: http.Server;
+  /** The bytes as sent (supertest would decode them). */
+  const raw = (url: string, encoding?: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      const { port } = server.address() as AddressInfo;
+      const req = http.get(
+        {
+          host: '127.0.0.1',
+          port,
+          path: `${P}${url}`,
+          headers: { ...headers, ...(encoding !== undefined ? { 'Accept-Encoding': encoding } : {}) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+    });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const f = fixtures(db.owner);
+    const austin = await f.city({
+      name: 'Austin',
+      state: 'TX',
+      time_zone: 'America/Chicago',
+      latitude: 30.25,
+      longitude: -97.75,
+    });
+    for (let i = 0; i < 30; i++) await f.bar(austin, { name: `Cached Bar ${i}`, latitude: 30.2, longitude: -97.7 });
+    ({ app } = buildApp(db.partnerPool()));
+    server = http.createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  });
+  beforeEach(() => {
+    cache = new CompressedCache(8 * 1024 * 1024);
+    setCompressedCache(cache);
+  });
+  afterAll(async () => {
+    await new Promise((r) => server?.close(r));
+    await db?.drop();
+  });
+
+  test.each([
+    ['gzip, br', 'br'],
+    ['br', 'br'],
+    ['gzip', 'gzip'],
+    ['deflate', 'deflate'],
+    ['gzip;q=0.5, br;q=1', 'br'],
+    ['br;q=0.2, gzip;q=0.9', 'gzip'],
+    ['br;q=0, gzip', 'gzip'],
+    ['gzip;q=0, br;q=0', undefined],
+    ['identity', undefined],
+  ])('Accept-Encoding %j: %s, the identity bytes once decoded, a hit the second time', async (accept, expected) => {
+    const plain = await raw('/bars', 'identity');
+    expect(plain.status).toBe(200);
+    const identity = plain.body.toString('utf8');
+    expect(identity.length).toBeGreaterThan(1024);
+    const misses = await lookups(expected ?? 'none', 'miss');
+    const hits = await lookups(expected ?? 'none', 'hit');
+    for (let i = 0; i < 2; i++) {
+      const res = await raw('/bars', accept);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-encoding']).toBe(expected);
+      expect(res.headers.vary).toMatch(/Accept-Encoding/i);
+      expect(Number(res.headers['content-length'])).toBe(res.body.length);
+      expect(decode(expected, res.body)).toBe(identity);
+      expect(res.headers.etag).toBe(expected ? plain.headers.etag!.replace(/"$/, `-${expected}"`) : plain.headers.etag);
+    }
+    if (expected) {
+      expect(await lookups(expected, 'miss')).toBe(misses + 1);
+      expect(await lookups(expected, 'hit')).toBe(hits + 1);
+      expect(cache.size).toBe(1);
+    } else {
+      expect(cache.size).toBe(0);
+    }
+  });
+
+  test('a cached coding still revalidates: its own tag gets a 304, the identity tag a full 200', async () => {
+    const first = await raw('/bars', 'gzip, br');
+    const etag = first.headers.etag!;
+    expect(etag).toMatch(/-br"$/);
+    const again = await raw('/bars', 'gzip, br', { 'If-None-Match': etag });
+    expect(again.status).toBe(304);
+    expect(again.body.length).toBe(0);
+    expect(again.headers.etag).toBe(etag);
+    const other = await raw('/bars', 'gzip, br', { 'If-None-Match': etag.replace(/-br"$/, '"') });
+    expect(other.status).toBe(200);
+    expect(other.headers['content-encoding']).toBe('br');
+  });
+
+  test('bodies under 1 KB and HEAD stay uncompressed and uncached', async () => {
+    const small = await raw('/bars?limit=1', 'gzip, br');
+    expect(small.body.length).toBeLessThan(1024);
+    expect(small.headers['content-encoding']).toBeUndefined();
+    const head = await request(app).head(`${P}/bars`).set('Accept-Encoding', 'gzip, br');
+    expect(head.status).toBe(200);
+    expect(head.headers['content-encoding']).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  test('the cache stays within its size: least recently used first out', async () => {
+    const body = (n: number) => JSON.stringify({ n, data: Array.from({ length: 2000 }, (_, i) => `${n}:${i}`) });
+    const one = (await new CompressedCache(1e9).get('"x"', 'gzip', body(0))).length;
+    const small = new CompressedCache(Math.floor(one * 2.5)); // room for two
+    const evictions = (await compressedCacheEvictions.get()).values[0]?.value ?? 0;
+    await small.get('"a"', 'gzip', body(0));
+    await small.get('"b"', 'gzip', body(1));
+    await small.get('"a"', 'gzip', body(0)); // a: most recently used
+    await small.get('"c"', 'gzip', body(2)); // b goes
+    expect(small.size).toBe(2);
+    expect(small.bytes).toBeLessThanOrEqual(small.maxBytes);
+    expect((await compressedCacheEvictions.get()).values[0]?.value).toBe(evictions + 1);
+    const missesBefore = await lookups('gzip', 'miss');
+    await small.get('"a"', 'gzip', body(0));
+    expect(await lookups('gzip', 'miss')).toBe(missesBefore); // still there
+    await small.get('"b"', 'gzip', body(1));
+    expect(await lookups('gzip', 'miss')).toBe(missesBefore + 1); // evicted
+    // a form larger than the whole cache is served, not kept
+    const tiny = new CompressedCache(10);
+    expect(zlib.gunzipSync(await tiny.get('"d"', 'gzip', body(3))).toString()).toBe(body(3));
+    expect(tiny.size).toBe(0);
+  });
+
+  test('COMPRESSED_CACHE_MB: default, a number of MB, 0 (off), and a clear error for anything else', async () => {
+    expect(compressedCacheBytesFromEnv({})).toBe(DEFAULT_COMPRESSED_CACHE_MB * 1024 * 1024);
+    expect(compressedCacheBytesFromEnv({ COMPRESSED_CACHE_MB: '16' })).toBe(16 * 1024 * 1024);
+    expect(compressedCacheBytesFromEnv({ COMPRESSED_CACHE_MB: '0' })).toBe(0);
+    expect(() => compressedCacheBytesFromEnv({ COMPRESSED_CACHE_MB: 'lots' })).toThrow(/COMPRESSED_CACHE_MB/);
+    expect(() => compressedCacheBytesFromEnv({ COMPRESSED_CACHE_MB: '-1' })).toThrow(/COMPRESSED_CACHE_MB/);
+    // off: the middleware compresses as before, nothing is kept
+    setCompressedCache(new CompressedCache(0));
+    const res = await raw('/bars', 'gzip');
+    expect(res.headers['content-encoding']).toBe('gzip');
+    expect(JSON.parse(decode('gzip', res.body))).toBeDefined();
+  });
+});
