@@ -295,7 +295,8 @@ describe('fuzz: hostile requests', () => {
     // the request log stored the answers (none refused, none dropped) and no key-shaped value
     await log.close();
     expect(log.dropped).toBe(0);
-    expect(log.written).toBeGreaterThan(COUNT / 10);
+    // (the log keeps at most 1,000 entries a key and minute: a long run is capped, by design)
+    expect(log.written).toBeGreaterThan(Math.min(COUNT / 10, 500));
     const { rows } = await db.owner.query<{ n: number }>(
       `select count(*)::int as n from admin.request_log
         where path ~* '(pbk_|pbk%5f)[A-Za-z0-9]' or path ~ '[A-Za-z0-9_-]{40}' or error ~* 'pbk_[A-Za-z0-9]'
