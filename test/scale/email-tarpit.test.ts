@@ -191,6 +191,8 @@ describe('a mail server that never answers (tarpit)', () => {
     // SMTP_TIMEOUT_MS (the greeting timeout).
     expect(webhookDelayMs).toBeLessThan(SMTP_TIMEOUT_MS - 1000);
     expect(maintenanceDoneMs).toBeLessThan(SMTP_TIMEOUT_MS - 1000);
+    // (the receiver has the webhook a moment before the server records it delivered)
+    await waitFor(async () => ((await webhookRows(acme.sid))[0]?.status === 'delivered' ? true : undefined), 10_000);
     expect((await webhookRows(acme.sid)).map((r) => r.status)).toEqual(['delivered']);
 
     // Each attempt ends at the bound (no greeting) and is retried later.
