@@ -76,7 +76,7 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
         const owner = await cluster.masterOf(slot, survivor).catch(() => victim);
         const ok = /cluster_state:ok/.test(await cluster.cli(survivor, 'cluster', 'info'));
         if (owner !== victim && ok) break;
-        if (Date.now() - killedAt > 20_000) throw new Error('no replica was promoted');
+        if (Date.now() - killedAt > 45_000) throw new Error('no replica was promoted'); // elections may take a few rounds
         await sleep(100);
       }
       promotedMs = Date.now() - killedAt;
@@ -87,7 +87,7 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
         return lines.length === 0 || lines[lines.length - 1]!.startsWith('Redis circuit closed');
       };
       while (!servers.every(circuitClosed)) {
-        if (Date.now() - killedAt > 40_000) throw new Error('a circuit stayed open after the promotion');
+        if (Date.now() - killedAt > 60_000) throw new Error('a circuit stayed open after the promotion');
         await sleep(200);
       }
       during = statuses.length - from;
@@ -124,5 +124,5 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
         `${during} requests meanwhile (to 3 s after the promotion), all ${statuses.length} answered 200; ` +
         `afterwards a 20/minute key over both instances: 20 x 200, 40 x 429; log (warn+): ${JSON.stringify(warnings)}\n`,
     );
-  }, 90_000);
+  }, 150_000);
 });
