@@ -49,7 +49,8 @@ describe('shutdown under keep-alive load', () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
     let stop = false;
     let signalledAt = 0;
-    const outcomes = { ok: 0, afterSignal: 0, closeAfterSignal: 0, refused: 0, reset: 0, other: [] as string[] };
+    const outcomes = { ok: 0, refused: 0, reset: 0, other: [] as string[] };
+    const answered: { sentAt: number; connection?: string }[] = [];
     const client = async () => {
       while (!stop) {
         const sentAt = Date.now();
@@ -57,10 +58,7 @@ describe('shutdown under keep-alive load', () => {
           const res = await get(agent, server.port, apiKey);
           expect(res.status).toBe(200);
           outcomes.ok++;
-          if (signalledAt && sentAt > signalledAt) {
-            outcomes.afterSignal++;
-            if (res.connection === 'close') outcomes.closeAfterSignal++;
-          }
+          answered.push({ sentAt, connection: res.connection });
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
           if (code === 'ECONNREFUSED') outcomes.refused++;
@@ -84,7 +82,14 @@ describe('shutdown under keep-alive load', () => {
     expect(outcomes.reset).toBe(0);
     expect(outcomes.other).toEqual([]);
     expect(outcomes.ok).toBeGreaterThan(20);
-    expect(outcomes.closeAfterSignal).toBe(outcomes.afterSignal);
+    // Requests sent after the server began its shutdown (its own log line, the same clock; a
+    // loaded server may take a few ms to run the signal handler after kill()) all say close.
+    const began = server.logs.find((l) => l.msg === 'shutting down');
+    const beganAt = Date.parse(String(began?.time));
+    expect(beganAt).toBeGreaterThanOrEqual(signalledAt - 5);
+    // (Few or none are sent then: the answers in flight at that moment already say close.)
+    expect(answered.filter((a) => a.connection === 'close').length).toBeGreaterThan(0);
+    expect(answered.filter((a) => a.sentAt > beganAt && a.connection !== 'close')).toEqual([]);
 
     const msgs = server.logs.map((l) => l.msg);
     expect(msgs).toContain('partner listener closed');
