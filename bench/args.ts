@@ -35,15 +35,37 @@ export interface BenchArgs {
   floodRate: number;
   /** --flood-only: the flood phase and nothing else. */
   floodOnly: boolean;
+  /**
+   * The 4xx-flood phase (bench/log-flood.ts, off unless asked): one key's 400s at `logFloodRate`
+   * req/s for two whole UTC minutes (2–3 min), entries stored per minute, another key measured.
+   */
+  logFlood: boolean;
+  logFloodRate: number;
+  /** --log-flood-only: that phase and nothing else. */
+  logFloodOnly: boolean;
+  /** --log-flood-request-log: the server's REQUEST_LOG in that phase (default errors; off: the control run). */
+  logFloodRequestLog: 'errors' | 'all' | 'off';
 }
 
 export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--connections N] [--rate R] [--db-samples N]
                        [--only bar,search,...] [--explain] [--explain-only] [--explain-dir D] [--no-db] [--no-http] [--no-ratio] [--seed S]
                        [--runs N] [--no-warm] [--no-pgbench] [--no-compressed] [--no-flood] [--flood-only] [--flood-rate R]
+                       [--log-flood] [--log-flood-only] [--log-flood-rate R] [--log-flood-request-log errors|all|off]
+  --log-flood: a 4xx flood (one key's 400s at --log-flood-rate req/s, default 2,000) for two whole UTC minutes
+               (2–3 min): the request log's entries stored per minute (at most 1,000) and another key's req/s and p99;
+               --log-flood-request-log off runs the same flood without the log (what the flood alone costs)
+  full vs bare (--no-ratio: without) ends with what hourly usage and the request log cost per answered
+               bars/12345 in CPU, at the full server's rate and against its CPU per request (bench/usage-path-cost.ts)
 env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
      BENCH_SERVER_NODE_ARGS (node flags of the full server, e.g. --cpu-prof --cpu-prof-dir=D),
      BENCH_NAMED=1 (bare server uses pg named statements)`;
+
+function requestLogMode(raw: string | undefined): BenchArgs['logFloodRequestLog'] {
+  if (raw === undefined) return 'errors';
+  if (raw === 'errors' || raw === 'all' || raw === 'off') return raw;
+  throw new Error(`--log-flood-request-log must be errors, all or off (got ${raw})`);
+}
 
 function positive(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
   if (raw === undefined) return fallback;
@@ -77,11 +99,17 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       'no-flood': { type: 'boolean' },
       'flood-only': { type: 'boolean' },
       'flood-rate': { type: 'string' },
+      'log-flood': { type: 'boolean' },
+      'log-flood-only': { type: 'boolean' },
+      'log-flood-rate': { type: 'string' },
+      'log-flood-request-log': { type: 'string' },
     },
     strict: true,
   });
   const explainOnly = values['explain-only'] ?? false;
   const floodOnly = values['flood-only'] ?? false;
+  const logFloodOnly = values['log-flood-only'] ?? false;
+  const only = floodOnly || logFloodOnly; // one flood phase (or both) and nothing else
   return {
     databaseUrl: env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bars_bench',
     redisUrl: env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
@@ -94,18 +122,22 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       ?.split(',')
       .map((s) => s.trim())
       .filter(Boolean),
-    explain: !floodOnly && (explainOnly || (values.explain ?? false)),
-    db: !floodOnly && !explainOnly && !values['no-db'],
-    http: !floodOnly && !explainOnly && !values['no-http'],
-    ratio: !floodOnly && !explainOnly && !values['no-ratio'],
+    explain: !only && (explainOnly || (values.explain ?? false)),
+    db: !only && !explainOnly && !values['no-db'],
+    http: !only && !explainOnly && !values['no-http'],
+    ratio: !only && !explainOnly && !values['no-ratio'],
     explainDir: values['explain-dir'] ?? 'docs/explain',
     seed: positive('seed', values.seed, 1),
     runs: Math.round(positive('runs', values.runs, 3)),
     warm: !values['no-warm'],
-    pgbench: !floodOnly && !explainOnly && !values['no-db'] && !values['no-pgbench'],
+    pgbench: !only && !explainOnly && !values['no-db'] && !values['no-pgbench'],
     compressed: !values['no-compressed'],
-    flood: floodOnly || (!explainOnly && !values['no-flood']),
+    flood: floodOnly || (!only && !explainOnly && !values['no-flood']),
     floodRate: positive('flood-rate', values['flood-rate'], 10_000),
     floodOnly,
+    logFlood: logFloodOnly || (!only && !explainOnly && (values['log-flood'] ?? false)),
+    logFloodRate: positive('log-flood-rate', values['log-flood-rate'], 2_000),
+    logFloodOnly,
+    logFloodRequestLog: requestLogMode(values['log-flood-request-log']),
   };
 }

@@ -6,7 +6,9 @@
  * without and then with the flood, so the flood's cost to other keys shows as
  * the difference. Also printed: the rate the flood reached and its share of
  * 429s (after its first request every answer should be a 429 answered in
- * process: no Redis, no PostgreSQL), and Redis commands per measured request.
+ * process: no Redis, no PostgreSQL), Redis commands per measured request, and
+ * what one 429 costs the server in CPU (the flood key alone at autocannon's max
+ * rate, before the measured runs), hence how many cores `--flood-rate` takes.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -15,40 +17,44 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { BenchArgs } from './args';
 import { track } from './children';
-import { medianRange } from './environment';
+import { median, medianRange } from './environment';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
-import { startFullServer } from './servers';
+import { cpuSeconds, startFullServer } from './servers';
+import { issueKeyOnPlan } from './setup';
 import type { Endpoint } from './workload';
 
-const PREFIX = '/api/v1/partner';
+export const PREFIX = '/api/v1/partner';
 
-/** A key on the `bench-flood` plan: 1 request a minute, so all but its first request are 429s. */
-export async function floodKey(databaseUrl: string): Promise<string> {
+/** A key of a new subscriber on `plan` (created when missing with `perMinute` requests a minute). */
+export async function keyOnPlan(
+  databaseUrl: string,
+  plan: string,
+  perMinute: number,
+): Promise<{ apiKey: string; keyId: string }> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const max = 2147483647;
-    await client.query(
-      `select admin.create_plan('bench-flood', 1, $1, $1)
-      where not exists (select from admin.plans where name = 'bench-flood')`,
-      [max],
-    );
-    const {
-      rows: [subscriber],
-    } = await client.query(`select id from admin.create_subscriber('bench flood ' || now()::text, 'bench-flood')`);
-    const {
-      rows: [key],
-    } = await client.query('select (admin.issue_key($1)).api_key as api_key', [subscriber.id]);
-    return key.api_key as string;
+    return await issueKeyOnPlan(client, plan, perMinute);
   } finally {
     await client.end();
   }
 }
 
-function flood(url: string, key: string, floodPath: string, args: BenchArgs): Promise<LoadResult> {
+/** A key on the `bench-flood` plan: 1 request a minute, so all but its first request are 429s. */
+export async function floodKey(databaseUrl: string): Promise<string> {
+  return (await keyOnPlan(databaseUrl, 'bench-flood', 1)).apiKey;
+}
+
+/** `floodPath` sent with `key` at `rate` req/s for `duration` s from a forked client (bench/flood-client.ts). */
+export function runFlood(
+  url: string,
+  key: string,
+  floodPath: string,
+  o: { rate: number; duration: number; connections?: number },
+): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    const order = { url, path: floodPath, key, rate: args.floodRate, duration: args.duration, connections: 50 };
+    const order = { url, path: floodPath, key, rate: o.rate, duration: o.duration, connections: o.connections ?? 50 };
     const child = track(fork(path.resolve(__dirname, 'flood-client.js'), [JSON.stringify(order)]));
     let result: LoadResult | undefined;
     child.on('message', (m) => (result = m as LoadResult));
@@ -58,6 +64,9 @@ function flood(url: string, key: string, floodPath: string, args: BenchArgs): Pr
     );
   });
 }
+
+const flood = (url: string, key: string, floodPath: string, args: BenchArgs) =>
+  runFlood(url, key, floodPath, { rate: args.floodRate, duration: args.duration });
 
 async function redisCommands(redis: Redis): Promise<number> {
   const info = await redis.info('stats');
@@ -81,6 +90,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   const runs = { quiet: [] as LoadResult[], flooded: [] as LoadResult[] };
   const paced = { quiet: [] as LoadResult[], flooded: [] as LoadResult[] };
   const floods: LoadResult[] = [];
+  const floodAlone: LoadResult[] = [];
   let rate: number;
   let redisQuiet = 0;
   let redisFlooded = 0;
@@ -89,6 +99,22 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     // the flood key's one request of the minute, then its first 429 (from here on refused in process)
     for (let i = 0; i < 2; i++)
       await fetch(`${server.url}${floodPath}`, { headers: { authorization: `Bearer ${key}` } });
+    // What one 429 costs the server: the flood alone at its max rate, CPU from /proc (Linux).
+    const floodHeaders = { authorization: `Bearer ${key}` };
+    for (let run = 0; run < args.runs; run++) {
+      const before = cpuSeconds(server.pid);
+      const alone = await runLoad({
+        url: server.url,
+        nextPath: () => floodPath,
+        connections: args.connections,
+        duration: args.duration,
+        headers: floodHeaders,
+      });
+      const after = cpuSeconds(server.pid);
+      if (before !== undefined && after !== undefined && alone.total > 0)
+        alone.cpuUsPerRequest = ((after - before) * 1e6) / alone.total;
+      floodAlone.push(alone);
+    }
     for (let run = 0; run < args.runs; run++) {
       let before = await redisCommands(redis);
       const quiet = await runLoad({
@@ -146,5 +172,15 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   console.log(
     `\nflood reached ${medianRange(floods.map((f) => f.rps))} req/s; ${answered} answered, ${refused} of them non-2xx (429s), ${floods.reduce((n, f) => n + f.errors, 0)} errors`,
   );
-  return { measured: measured.name, rate, runs, paced, floods, redisQuiet, redisFlooded };
+  const cpu = floodAlone.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+  if (cpu.length) {
+    const us = median(cpu);
+    console.log(
+      `the flood alone (autocannon, ${args.connections} connections): ${medianRange(floodAlone.map((r) => r.rps))} req/s, ` +
+        `${floodAlone.reduce((n, r) => n + r.non2xx, 0)} non-2xx of ${floodAlone.reduce((n, r) => n + r.total, 0)}; ` +
+        `the server's CPU per 429: ${medianRange(cpu)} µs, so ${args.floodRate} req/s of 429s take ` +
+        `${((us * args.floodRate) / 1e6).toFixed(2)} cores of the server's alone`,
+    );
+  }
+  return { measured: measured.name, rate, runs, paced, floods, floodAlone, redisQuiet, redisFlooded };
 }

@@ -9,9 +9,12 @@ export interface LoadResult {
   max: number;
   errors: number;
   non2xx: number;
+  /** Requests answered (autocannon); requests sent, answered + errors (constant-rate runs, bench/paced.ts). */
   total: number;
   /** The server process's CPU time per answered request, in µs (the full-vs-bare runs). */
   cpuUsPerRequest?: number;
+  /** Answers by HTTP status (constant-rate runs, bench/paced.ts). */
+  statuses?: Record<string, number>;
 }
 
 export async function runLoad(opts: {

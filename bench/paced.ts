@@ -20,6 +20,8 @@ export async function runPaced(opts: {
   duration: number;
   rate: number;
   headers?: Record<string, string>;
+  /** How long answers are waited for after the run (default 15 s); those still missing are errors. */
+  drainMs?: number;
 }): Promise<LoadResult> {
   const base = new URL(opts.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
@@ -27,6 +29,7 @@ export async function runPaced(opts: {
   const latencies: number[] = [];
   let errors = 0;
   let non2xx = 0;
+  const statuses: Record<string, number> = {};
   let outstanding = 0;
   let sent = 0;
   const durationMs = opts.duration * 1000;
@@ -40,6 +43,7 @@ export async function runPaced(opts: {
       if (!ok) errors++;
       else {
         if (status < 200 || status > 299) non2xx++;
+        statuses[status] = (statuses[status] ?? 0) + 1;
         latencies.push(performance.now() - due);
       }
     };
@@ -72,7 +76,7 @@ export async function runPaced(opts: {
       }
     }, 1);
   });
-  const deadline = performance.now() + 15_000;
+  const deadline = performance.now() + (opts.drainMs ?? 15_000);
   while (outstanding > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   agent.destroy();
   const sorted = latencies.sort((a, b) => a - b);
@@ -82,8 +86,9 @@ export async function runPaced(opts: {
     p90: percentile(sorted, 90),
     p99: percentile(sorted, 99),
     max: sorted[sorted.length - 1] ?? NaN,
-    errors: errors + outstanding,
+    errors: errors + outstanding, // failed, or still unanswered after the drain
     non2xx,
-    total: sorted.length + errors,
+    total: sent, // answered + errors
+    statuses,
   };
 }

@@ -30,7 +30,9 @@ import { cpuSeconds, startBareServer, startFullServer } from './servers';
 import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
 import { floodPhase } from './flood';
-import { endpoints, sampleData, withEncodings, type Endpoint } from './workload';
+import { logFloodPhase } from './log-flood';
+import { usagePathCostPhase } from './usage-path-cost';
+import { endpoints, sampleData, targetEndpoints, withEncodings, type Endpoint } from './workload';
 
 const PREFIX = '/api/v1/partner';
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
@@ -352,7 +354,9 @@ async function main(): Promise<void> {
   const warmed = args.warm ? await warm(client) : 'not warmed (--no-warm)';
   console.log(`\ncommit ${gitCommit()} · PostgreSQL: ${settings}\ncache: ${warmed}`);
   const sample = await sampleData(client).finally(() => client.end());
-  const list = endpoints(sample).filter((e) => !args.only || args.only.includes(e.name));
+  // the serving-path targets' shapes only when named (--only hot_bar,radius5,...)
+  const targets = targetEndpoints(sample).filter((e) => args.only?.includes(e.name));
+  const list = [...endpoints(sample).filter((e) => !args.only || args.only.includes(e.name)), ...targets];
   // The HTTP phase also with `Accept-Encoding: gzip, br` (--no-compressed: without); the database,
   // EXPLAIN and full/bare phases see no content coding, so they keep the plain list.
   const httpList = withEncodings(list, args.compressed);
@@ -388,9 +392,19 @@ async function main(): Promise<void> {
     all.pgbench = { bar: tps };
   }
   if (args.http) all.http = await httpPhase(args, httpList, db.apiKey, poolMax);
-  if (args.ratio) all.ratio = await ratioPhase(args, list, db.apiKey, poolMax);
+  if (args.ratio) {
+    const ratio = await ratioPhase(args, list, db.apiKey, poolMax);
+    all.ratio = ratio;
+    const bar = ratio.bar?.fullRuns.filter((r) => r.total > 0) ?? [];
+    if (bar.length) {
+      const cpuUs = median(bar.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest])));
+      const rate = median(bar.map((r) => r.rps));
+      all.usagePathCost = await usagePathCostPhase(args.redisUrl, rate, Number.isNaN(cpuUs) ? undefined : cpuUs);
+    }
+  }
   if (args.flood) all.flood = await floodPhase(args, list, db.apiKey, poolMax); // bench/flood.ts
-  if (!args.floodOnly && (!args.only || args.only.includes('graphql')))
+  if (args.logFlood) all.logFlood = await logFloodPhase(args, list, db.apiKey, poolMax); // bench/log-flood.ts
+  if (!args.floodOnly && !args.logFloodOnly && (!args.only || args.only.includes('graphql')))
     all.graphql = await graphqlPhase({ ...args, apiKey: db.apiKey, poolMax }); // bench/graphql.ts
 
   const out = path.resolve(__dirname, '../../bench/results');

@@ -63,17 +63,31 @@ export async function prepareDatabase(url: string, bars: number, seed: number): 
 
 /** A key on the `bench` plan: every bucket limited (all three are counted in Redis) but never reached. */
 async function benchKey(client: pg.Client): Promise<string> {
-  const max = 2147483647;
+  return (await issueKeyOnPlan(client, 'bench', UNREACHABLE)).apiKey;
+}
+
+/** A limit no bench run reaches (2^31 − 1). */
+export const UNREACHABLE = 2147483647;
+
+/**
+ * A key of a new subscriber on `plan` (created when missing: `perMinute` a minute, unreachable a
+ * day and a month).
+ */
+export async function issueKeyOnPlan(
+  client: pg.Client,
+  plan: string,
+  perMinute: number,
+): Promise<{ apiKey: string; keyId: string }> {
   await client.query(
-    `select admin.create_plan('bench', $1, $1, $1)
-    where not exists (select from admin.plans where name = 'bench')`,
-    [max],
+    `select admin.create_plan($1, $2, $3, $3)
+    where not exists (select from admin.plans where name = $1)`,
+    [plan, perMinute, UNREACHABLE],
   );
   const {
     rows: [subscriber],
-  } = await client.query(`select id from admin.create_subscriber('bench ' || now()::text, 'bench')`);
+  } = await client.query(`select id from admin.create_subscriber($1 || ' ' || now()::text, $2)`, [plan, plan]);
   const {
     rows: [key],
-  } = await client.query('select (admin.issue_key($1)).api_key as api_key', [subscriber.id]);
-  return key.api_key as string;
+  } = await client.query('select k.api_key, k.id from admin.issue_key($1) k', [subscriber.id]);
+  return { apiKey: key.api_key as string, keyId: key.id as string };
 }

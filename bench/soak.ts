@@ -198,7 +198,7 @@ async function scrape(adminUrl: string | undefined, token: string): Promise<{ po
   }
 }
 
-async function operatorToken(url: string): Promise<string> {
+export async function operatorToken(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -217,6 +217,8 @@ function cityCall(
     perPage: number;
     classification?: string;
     filters?: Filters;
+    /** bars_by_city's events_today_limit (absent: all of today's events, the v1 default). */
+    eventsTodayLimit?: number;
   },
   label?: string,
 ): Call {
@@ -225,7 +227,15 @@ function cityCall(
     case 'bars_by_city':
       return {
         label,
-        path: base + query({ group_slug: q.group, ...filterQuery(q.filters), page: q.page, per_page: q.perPage }),
+        path:
+          base +
+          query({
+            group_slug: q.group,
+            ...filterQuery(q.filters),
+            page: q.page,
+            per_page: q.perPage,
+            events_today_limit: q.eventsTodayLimit,
+          }),
         ...stmt(CALLS.barsByCity, {
           state: c.state,
           city: c.name,
@@ -233,6 +243,7 @@ function cityCall(
           page: q.page,
           per_page: q.perPage,
           ...filterValues(q.filters),
+          events_today_limit: q.eventsTodayLimit ?? null,
         }),
       };
     case 'events':
@@ -531,6 +542,34 @@ export function endpoints(s: Sample): Endpoint[] {
         searchCall(typo(s.rareTerms[0] ?? 'The Velvet Lion'), undefined, 1, 20, 'typo'),
       ],
     },
+  ];
+}
+
+/**
+ * The requests of the serving-path targets (issue 34; docs/PERFORMANCE.md), one shape each, run only
+ * when named in --only: `bars/:id` over 250 hot ids; `bars` radius 5 mi, limit 50, around the biggest
+ * city's centre; `search` of one popular word; the biggest city's first page of `bars_by_city` (with
+ * the announced default events_today_limit=100), `events` and `feed`.
+ */
+export function targetEndpoints(s: Sample): Endpoint[] {
+  const biggest = s.big[0]!;
+  const step = Math.max(1, Math.floor(s.maxBarId / 250));
+  const hot = Array.from({ length: 250 }, (_, i) => String(1 + i * step));
+  const jitter = (d: number) => (Math.random() - 0.5) * 2 * d;
+  const near = () =>
+    barsCall({ latitude: biggest.lat + jitter(0.01), longitude: biggest.lon + jitter(0.01), radius: 5, limit: 50 });
+  const word = () => searchCall(pick(s.popularTerms.slice(0, 50)), undefined, 1, 20);
+  const barCall = (id: string): Call => ({ path: `/bars/${id}`, ...stmt(CALLS.bar, { id }) });
+  const cityPage = (kind: 'bars_by_city' | 'events' | 'feed') =>
+    cityCall(kind, biggest, { page: 1, perPage: 20, eventsTodayLimit: kind === 'bars_by_city' ? 100 : undefined });
+  const fixedOnly = (name: string, call: () => Call): Endpoint => ({ name, next: call, fixed: call(), worst: [] });
+  return [
+    fixedOnly('hot_bar', () => barCall(pick(hot))),
+    fixedOnly('radius5', near),
+    fixedOnly('search_word', word),
+    fixedOnly('city_page', () => cityPage('bars_by_city')),
+    fixedOnly('city_events', () => cityPage('events')),
+    fixedOnly('city_feed', () => cityPage('feed')),
   ];
 }
 

@@ -55,8 +55,8 @@ const DRIFT = `
 const EVENTS_DRIFT = `
   select count(*)::int as n from private.cities c
   cross join lateral (select ($1::timestamptz at time zone c.time_zone)::date as day) d
-  where private.city_events_today(c, d.day)::text is distinct from (
-    select coalesce(json_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '[]'::json)::text
+  where private.city_events_today(c, d.day)::text[] is distinct from (
+    select coalesce(array_agg(private.event_with_bar_json(e, b)::text order by e.start_at, e.id), '{}')
     from private.events e join private.bars b on b.id = e.bar_id
     where e.city_id = c.id
       and (e.start_at at time zone c.time_zone)::date = d.day)`;
