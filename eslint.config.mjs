@@ -60,8 +60,9 @@ export default tseslint.config(
     // 455: the GraphQL schema's type definitions and resolvers in one SDL-first module; the partner-contract
     // module (issue 33, TypeScript part) takes its argument rules and caps out of it.
     'server/graphql/schema.ts',
-    // 449: the endpoint declarations (parameters, caps, deprecations) of every partner endpoint: the one
-    // table REST, GraphQL and the OpenAPI document read; one file so a change is reviewed in one place.
+    // 503: the endpoint declarations (parameters with their rules and SQL arguments, checks, deprecations) of
+    // every partner endpoint: the one table REST, GraphQL and the OpenAPI document read; one file so a change
+    // is reviewed in one place.
     'server/contract/endpoints.ts',
     // 480: the soak run: its phases, fault injection and report in one script, read top to bottom.
     'bench/soak.ts',

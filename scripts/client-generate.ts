@@ -19,7 +19,7 @@ import { preset } from '@graphql-codegen/client-preset';
 import { codegen } from '@graphql-codegen/core';
 import { buildSchema, parse } from 'graphql';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { openApiDocument } from '../server/openapi/document';
+import { openApiJson } from '../server/openapi/document';
 
 const root = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');
 export const CLIENT_DIR = 'clients/typescript';
@@ -35,7 +35,7 @@ const HEADER =
 /** Every generated file: repository-relative path → content. */
 export async function generateClientFiles(): Promise<Map<string, string>> {
   const files = new Map<string, string>();
-  const document = `${JSON.stringify(openApiDocument, null, 2)}\n`;
+  const document = `${JSON.stringify(JSON.parse(openApiJson), null, 2)}\n`;
   files.set(`${CLIENT_DIR}/openapi.json`, document);
 
   const ast = await openapiTS(document, { defaultNonNullable: false, silent: true });

@@ -168,6 +168,12 @@ export const requestLogDropped = new Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+export const requestLogCapped = new Counter({
+  name: 'partner_request_log_capped_total',
+  help: 'Request log entries not kept by its bounds (the usage history still counts them): minute_cap (over 1,000 a key and minute in this instance), repeat_429 (a 429 after the first of the key and minute), across_instances (refused by api.record_requests: the bounds across instances)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
 export const requestLogBuffered = new Gauge({
   name: 'partner_request_log_buffer_entries',
   help: 'Request log entries waiting in memory for the next batch',

@@ -7,12 +7,15 @@
  * passed, so the function's SQL default applies (e.g. p_now => now() in the
  * bench); pass null for an explicit NULL.
  *
- * To add a parameter to an endpoint's function: add its name to the entry
- * below (in any position: the call is in named notation) and pass it from the
- * declaration-checked parameters of the route and the resolver.
+ * A partner endpoint's entry takes its parameter names from the endpoint's
+ * declaration (endpoints.ts: path parameters and each query parameter's SQL
+ * arguments) plus the extras the server supplies (`now`, `subscriber_id`):
+ * a parameter added to the declaration is in the call without a change here.
  */
 
 import type { QueryResult } from 'pg';
+import { E, type Endpoint, type EndpointArgs } from './endpoints';
+import { pathNames } from './declared-params';
 
 interface CallOptions<A extends string = string> {
   /** Prefix of the SQL parameter names (default 'p_'). */
@@ -35,36 +38,44 @@ const call = <const P extends string, const A extends string = 'body'>(
   options: CallOptions<A> = {},
 ): ApiCall<P, A> => ({ fn, params, options });
 
-const PAGING = ['page', 'per_page'] as const;
-const BAR_FILTERS = ['open_now', 'open_at', 'price_levels', 'min_rating', 'statuses'] as const;
+/** A partner endpoint's call: `extras` are the arguments the server supplies (not read from the request). */
+export type PartnerCall<P extends string = string, X extends string = string> = ApiCall<P, 'body'> & {
+  readonly endpoint: Endpoint;
+  readonly extras: readonly X[];
+};
+
+/** The call of a declared partner endpoint: the declaration's arguments, then `extras`. */
+export const partner = <const En extends Endpoint, const X extends string = never>(
+  fn: string,
+  e: En,
+  extras: readonly X[] = [],
+): PartnerCall<EndpointArgs<En> | X, X> => ({
+  ...call(fn, [...pathNames(e.path), ...e.query.flatMap((declared) => declared.args), ...extras] as (
+    EndpointArgs<En> | X
+  )[]),
+  endpoint: e,
+  extras,
+});
+
 const BATCH = { prefix: '', casts: { batch: 'jsonb' } };
 
 export const CALLS = {
   // partner endpoints (REST and GraphQL)
-  testEndpoint: call('test_endpoint', ['subscriber_id', 'plan', 'now']),
-  bars: call('bars', [
-    ...['ids', 'category', 'latitude', 'longitude', 'radius'],
-    ...['corner1_latitude', 'corner1_longitude', 'corner2_latitude', 'corner2_longitude'],
-    'limit',
-    ...BAR_FILTERS,
-    'now',
-  ] as const),
-  bar: call('bar', ['id', 'now']),
-  barsByCity: call('bars_by_city', ['state', 'city', 'group_slug', ...PAGING, ...BAR_FILTERS, 'now']),
-  events: call('events', [
-    ...['state', 'city', 'start_date', 'end_date', 'classification', 'group_slug'],
-    ...PAGING,
-    'now',
-  ] as const),
-  posts: call('posts', ['state', 'city', 'start_date', 'end_date', 'group_slug', ...PAGING, 'now']),
-  feed: call('feed', ['state', 'city', ...PAGING, 'now']),
-  search: call('search', ['q', 'latitude', 'longitude', ...PAGING, 'type']),
-  categories: call('categories', []),
-  cities: call('cities', ['state', 'q', ...PAGING]),
-  groups: call('groups', ['state', 'city']),
+  testEndpoint: partner('test_endpoint', E.testEndpoint, ['subscriber_id', 'plan', 'now']),
+  bars: partner('bars', E.bars, ['now']),
+  bar: partner('bar', E.bar, ['now']),
+  barsByCity: partner('bars_by_city', E.barsByCity, ['now']),
+  events: partner('events', E.events, ['now']),
+  posts: partner('posts', E.posts, ['now']),
+  feed: partner('feed', E.feed, ['now']),
+  search: partner('search', E.search),
+  categories: partner('categories', E.categories),
+  cities: partner('cities', E.cities),
+  groups: partner('groups', E.groups),
   // GraphQL's own reads
   graphqlBarPosts: call('graphql_bar_posts', ['bar_id', 'limit', 'offset']),
   graphqlEvents: call('graphql_events', ['ids']),
+  cityHighlights: call('graphql_city_highlights', ['state', 'city', 'now', 'events_today_limit']),
   // usage endpoints
   usage: call('usage', ['subscriber_id', 'plan', 'buckets'], { casts: { buckets: 'json' } }),
   deprecatedCalls: call('deprecated_calls', ['subscriber_id', 'now'], { as: 'calls' }),

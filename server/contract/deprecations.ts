@@ -53,6 +53,7 @@ export const sunsetTimestamp = (d: Deprecation): string => `${d.sunset}T00:00:00
 /** What a deprecation is, as GET usage and the operator views name it: `GET /bars parameter radius`. */
 export function deprecationWhat(d: Deprecation): string {
   const op = `GET ${d.endpoint.path}`;
+  if (d.parameter !== undefined && d.newDefault !== undefined) return `${op} default of ${d.parameter}`;
   if (d.parameter !== undefined) return `${op} parameter ${d.parameter}`;
   if (d.field !== undefined) return `${op} field ${d.field}`;
   return op;
@@ -71,6 +72,8 @@ export function validateDeprecations(list: readonly Deprecation[]): void {
     if (seen.has(what)) bad('declared twice');
     seen.add(what);
     if (d.parameter !== undefined && d.field !== undefined) bad('a parameter or a field, not both');
+    if (d.newDefault !== undefined && d.parameter === undefined) bad('a new default needs its parameter');
+    if (d.newDefault !== undefined && !d.newDefault.to) bad('a new default needs its value (to)');
     if (d.parameter !== undefined && !d.endpoint?.query.some((p) => p.name === d.parameter))
       bad(`parameter ${JSON.stringify(d.parameter)} is not a query parameter of the endpoint`);
     if (d.field !== undefined && !/^[A-Za-z]\w*\.[A-Za-z_]\w*$/.test(d.field))
@@ -133,20 +136,35 @@ export function deprecationGate(list: readonly Deprecation[], now: () => number 
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const t = now();
     const query = req.query as Record<string, unknown>;
-    const used = compiled.filter(
-      (c) =>
-        t >= c.since && c.path.test(req.path) && (c.d.parameter === undefined || Object.hasOwn(query, c.d.parameter)),
-    );
+    const inForce = compiled.filter((c) => t >= c.since && c.path.test(req.path));
+    const used = inForce
+      .filter((c) => !c.d.newDefault && (c.d.parameter === undefined || Object.hasOwn(query, c.d.parameter)))
+      .map((c) => c.d);
+    const defaults = inForce.filter((c) => c.d.newDefault && !Object.hasOwn(query, c.d.parameter!));
+    for (const c of defaults.filter((c) => t >= c.sunset)) {
+      // the new default is in force: the request is the one that sends it (req.query re-reads req.url)
+      const pair = `${encodeURIComponent(c.d.parameter!)}=${encodeURIComponent(c.d.newDefault!.to)}`;
+      req.url += (req.url.includes('?') ? '&' : '?') + pair;
+    }
+    const pending = defaults.filter((c) => t < c.sunset).map((c) => c.d);
+    if (pending.length) {
+      // whether the answer would change is known once it is built: sendCacheable calls this with its text
+      res.locals.checkAnswer = ((body: string) => {
+        const affected = pending.filter((d) => d.newDefault!.affects(body));
+        if (affected.length || used.length) announce(res, [...used, ...affected], t);
+      }) satisfies AnswerCheck;
+    }
     if (!used.length) return next();
-    const gone = announce(
-      res,
-      used.map((c) => c.d),
-      t,
-    );
+    const gone = announce(res, used, t);
     if (!gone) return next();
     sendError(res, 410, goneMessage(gone), { sunset: sunsetTimestamp(gone), replacement: gone.replacement });
   };
 }
+
+/** What the gate leaves for a deprecation decided by the answer (newDefault); sendCacheable runs it. */
+export type AnswerCheck = (body: string) => void;
+export const answerCheckOf = (res: Response): AnswerCheck | undefined =>
+  res.locals.checkAnswer as AnswerCheck | undefined;
 
 export const goneMessage = (d: Deprecation): string =>
   `${deprecationWhat(d)} was removed on ${d.sunset}; use instead: ${d.replacement}`;
@@ -247,7 +265,7 @@ export function markDeprecations<T>(
   if (!list.length) return document;
   const doc = structuredClone(document) as unknown as Doc;
   Object.assign(doc.components.headers, gone.headers);
-  if (list.some((d) => d.field === undefined)) {
+  if (list.some((d) => d.field === undefined && d.newDefault === undefined)) {
     doc.components.schemas.Gone = gone.schema;
     doc.components.responses.Gone = gone.response;
   }
@@ -260,7 +278,12 @@ export function markDeprecations<T>(
       const params = op.parameters as Schema[];
       const i = params.findIndex((p) => p.name === d.parameter && p.in === 'query');
       if (i < 0) throw new Error(`${deprecationWhat(d)}: no such parameter in the OpenAPI document`);
-      params[i] = { ...params[i], deprecated: true, description: `${String(params[i]!.description ?? '')} ${reason}` };
+      const note = d.newDefault ? `The default becomes ${d.newDefault.to}: ${reason}` : reason;
+      params[i] = {
+        ...params[i],
+        ...(d.newDefault ? {} : { deprecated: true }),
+        description: `${String(params[i]!.description ?? '')} ${note}`,
+      };
     } else if (d.field !== undefined) {
       const [name, property] = d.field.split('.') as [string, string];
       const props = doc.components.schemas[name]?.properties as Record<string, Schema> | undefined;
@@ -275,7 +298,7 @@ export function markDeprecations<T>(
       const r = responses[status];
       if (r) r.headers = { ...(r.headers as Schema), ...deprecationHeaderRefs(headerRef) };
     }
-    if (d.field === undefined) responses['410'] = { $ref: '#/components/responses/Gone' };
+    if (d.field === undefined && d.newDefault === undefined) responses['410'] = { $ref: '#/components/responses/Gone' };
   }
   // The GraphQL endpoint (beta), when a declaration names a GraphQL target: the headers on its
   // answers, and its 410 (a GraphQL error body, like its 400) after the sunset.

@@ -1,25 +1,47 @@
 /**
- * The one declaration of every partner endpoint: its path, its accepted query
- * parameters (as OpenAPI parameter objects) and its 200 body schema. The
- * declaration drives both the unknown-parameter check of the route
- * (`strictQuery`) and the OpenAPI document (openapi.ts builds `paths` from
- * ENDPOINTS). To add an endpoint: declare it here with `endpoint({...})`,
- * add its component schemas in openapi.ts, and mount its route with
- * `router.get(expressPath(E), strictQuery(E), handler)`.
+ * The one declaration of every partner endpoint: its path, its query
+ * parameters (declared-params.ts: each with its OpenAPI parameter object, its
+ * rule and the SQL argument it feeds), its checks across parameters, its 404
+ * text and its 200 body schema. The declaration drives the unknown-parameter
+ * check (`strictQuery`), the route's reading of the parameters (`readArgs`),
+ * the call's parameter list (calls.ts `partner`) and the OpenAPI document
+ * (openapi/document.ts builds `paths` from ENDPOINTS). To add an endpoint:
+ * declare it here with `endpoint({...})`, its call in calls.ts, its component
+ * schemas in openapi/document.ts, and mount it in http/routes/index.ts.
  */
 import type { RequestHandler } from 'express';
 import {
   BARS_LIMIT,
   CLASSIFICATIONS,
+  LATITUDE,
+  LONGITUDE,
   MAX_IDS,
   MAX_Q,
+  PAGE,
   PER_PAGE,
+  PRICE_LEVELS,
   RADIUS,
+  RATING,
+  SEARCH_CAP,
+  SEARCH_TYPES,
+  STATUSES,
   USAGE_REQUESTS_LIMIT,
   badRequest,
+  barIds,
+  openAtAlone,
 } from './params';
+import {
+  p,
+  param,
+  readByRoute,
+  type ArgOf,
+  type Args,
+  type Param,
+  type PathNames,
+  type Schema,
+} from './declared-params';
 
-export type Schema = Record<string, unknown>;
+export type { Schema };
 
 // ---------------------------------------------------------------- schema helpers (shared with openapi.ts)
 
@@ -40,37 +62,12 @@ export const longitude: Schema = { type: 'number', minimum: -180, maximum: 180 }
 
 // ---------------------------------------------------------------- parameter helpers
 
-export const query = (name: string, schema: Schema, description: string, required = false): Schema => ({
-  name,
-  in: 'query',
-  required,
-  schema,
-  description,
-});
-export const PAGE_PARAM = query(
-  'page',
-  { type: 'integer', minimum: 1, maximum: 2147483647, default: 1 },
-  'page number, from 1',
-);
-export const PER_PAGE_PARAM = query(
-  'per_page',
-  { type: 'integer', minimum: PER_PAGE.min, maximum: PER_PAGE.max, default: PER_PAGE.default },
-  'items per page',
-);
-export const GROUP = query(
+export const PAGE_PARAM = p.int('page', PAGE, 'page number, from 1');
+export const PER_PAGE_PARAM = p.int('per_page', PER_PAGE, 'items per page');
+export const GROUP = p.nonEmpty(
   'group_slug',
-  { type: 'string', minLength: 1 },
   'only bars of this group (curated set of bars of the city; see GET groups/{state}/{city}); unknown: empty result',
 );
-export const dateParam = (name: string, dflt: string) =>
-  query(
-    name,
-    {
-      type: 'string',
-      pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,6})?)?([Zz]|[+-]\\d{2}:?\\d{2})?)?$',
-    },
-    `YYYY-MM-DD (a local day of the city; an end_date includes its whole day) or an ISO 8601 date-time (inclusive; without an offset it is the city's local time; send a + offset as %2B). Default: ${dflt}`,
-  );
 export const CITY_PATH: Schema[] = [
   {
     name: 'state',
@@ -87,57 +84,91 @@ export const CITY_PATH: Schema[] = [
     description: 'city name, URL-encoded, case-insensitive (see GET cities)',
   },
 ];
-const corner = (n: 1 | 2): Schema => ({
-  name: `corner${n}`,
-  in: 'query',
-  required: false,
-  style: 'deepObject',
-  explode: true,
-  schema: {
-    type: 'object',
-    properties: { latitude, longitude },
-    required: ['latitude', 'longitude'],
-    additionalProperties: false,
-  },
-  description: `corner${n}[latitude], corner${n}[longitude]: one of two opposite corners of a bounding box (either order); all four values or none; not with radius`,
-});
+/** `corner1[latitude]`, `corner1[longitude]` (deepObject): feeds corner1_latitude and corner1_longitude. */
+const corner = <const N extends 1 | 2>(n: N): Param<`corner${N}_latitude` | `corner${N}_longitude`> => {
+  const name = `corner${n}` as const;
+  return {
+    name,
+    spec: {
+      name,
+      in: 'query',
+      required: false,
+      style: 'deepObject',
+      explode: true,
+      schema: {
+        type: 'object',
+        properties: { latitude, longitude },
+        required: ['latitude', 'longitude'],
+        additionalProperties: false,
+      },
+      description: `corner${n}[latitude], corner${n}[longitude]: one of two opposite corners of a bounding box (either order); all four values or none; not with radius`,
+    },
+    args: [`${name}_latitude`, `${name}_longitude`],
+    read: (q) =>
+      ({
+        [`${name}_latitude`]: q.nestedNumber(name, 'latitude', LATITUDE) ?? null,
+        [`${name}_longitude`]: q.nestedNumber(name, 'longitude', LONGITUDE) ?? null,
+      }) as Record<`corner${N}_latitude` | `corner${N}_longitude`, unknown>,
+  };
+};
 
-/** Filters of GET bars and GET bars_by_city (decisions.md v1.1 "Filters"). */
-export const BAR_FILTERS: Schema[] = [
-  query(
-    'open_now',
-    { type: 'string', enum: ['true', 'false'] },
-    "open (true) or closed (false) now by the bar's hours",
-  ),
-  query(
+/** Filters of GET bars and GET bars_by_city (decisions.md v1.1 "Filters"); with barFiltersCheck. */
+export const BAR_FILTERS = [
+  p.boolean('open_now', "open (true) or closed (false) now by the bar's hours"),
+  p.dateTime(
     'open_at',
-    { type: 'string', format: 'date-time' },
     "only bars open at this instant (ISO 8601 date-time with offset, judged in each bar's local time; send + as %2B); not with open_now",
   ),
-  query(
-    'price_level',
-    { type: 'string', pattern: '^[1-4](,[1-4])*$' },
-    'comma-separated price levels 1-4; bars with any of them',
-  ),
-  query('min_rating', { type: 'number', minimum: 0, maximum: 5 }, 'only bars whose google_rating is at least this'),
-  query(
+  p.listOf('price_level', PRICE_LEVELS, 'comma-separated price levels 1-4; bars with any of them', {
+    arg: 'price_levels',
+    pattern: '^[1-4](,[1-4])*$',
+    map: Number,
+  }),
+  p.number('min_rating', RATING, 'only bars whose google_rating is at least this'),
+  p.listOf(
     'status',
-    { type: 'string', pattern: '^(closed|quiet|moderate|busy|very_busy)(,(closed|quiet|moderate|busy|very_busy))*$' },
+    STATUSES,
     'comma-separated current occupancy statuses (closed, quiet, moderate, busy, very_busy); bars with any of them',
+    { arg: 'statuses' },
   ),
-];
+] as const;
+const barFiltersCheck = (a: Args) => openAtAlone({ openAt: 'open_at', openNow: 'open_now' }, a.open_now, a.open_at);
 
-/** Parameters and description shared by the export endpoints. */
-const EXPORT_PLACE: Schema[] = [
-  query('state', { type: 'string', pattern: '^[A-Za-z]{2}$' }, 'only this state (two letters, case-insensitive)'),
-  query('city', { type: 'string', minLength: 1 }, 'only this city of `state` (requires state); unknown: 404'),
+/** latitude and longitude: both or neither. */
+const positionCheck = (a: Args) => {
+  if ((a.latitude === null) !== (a.longitude === null))
+    throw badRequest('latitude and longitude must be given together');
+};
+
+/** GET bars: a radius needs a centre; a bounding box needs all four values and excludes a radius. */
+function placeCheck(a: Args): void {
+  if (a.radius !== null && (a.latitude === null || a.longitude === null))
+    throw badRequest('radius requires latitude and longitude');
+  positionCheck(a);
+  const corners = [a.corner1_latitude, a.corner1_longitude, a.corner2_latitude, a.corner2_longitude];
+  const given = corners.filter((c) => c !== null).length;
+  if (given > 0 && given < 4) {
+    throw badRequest(
+      'a bounding box needs all of corner1[latitude], corner1[longitude], corner2[latitude] and corner2[longitude]',
+    );
+  }
+  if (a.radius !== null && given === 4)
+    throw badRequest('radius cannot be combined with a bounding box (corner1, corner2)');
+}
+
+/** Parameters and description shared by the export endpoints (read by routes/export.ts). */
+const EXPORT_PLACE = [
+  readByRoute('state', { type: 'string', pattern: '^[A-Za-z]{2}$' }, 'only this state (two letters, case-insensitive)'),
+  readByRoute('city', { type: 'string', minLength: 1 }, 'only this city of `state` (requires state); unknown: 404'),
 ];
-const EXPORT_SINCE = query(
+const EXPORT_SINCE = readByRoute(
   'updated_since',
   { type: 'string', format: 'date-time' },
   'only objects changed at or after this instant (ISO 8601 date-time with offset, microseconds kept), plus ' +
     "`deleted` lines for objects removed since; pass the previous export's `next_updated_since`",
 );
+/** An export's date parameter: documented as the city endpoints' dates, read by routes/export.ts. */
+const exportDate = (name: string, dflt: string): Param<never> => ({ ...p.date(name, dflt), args: [], read: undefined });
 const EXPORT_DESCRIPTION =
   'Streams `application/x-ndjson` (Accept must admit it: `*/*`, `application/*` or `application/x-ndjson`; ' +
   'otherwise 406), gzip when Accept-Encoding asks. One JSON object a line; the last line is ' +
@@ -146,16 +177,20 @@ const EXPORT_DESCRIPTION =
 
 // ---------------------------------------------------------------- declarations
 
-export interface Endpoint {
+export interface Endpoint<Path extends string = string, Q extends readonly Param[] = readonly Param[]> {
   /** OpenAPI path template below the prefix, e.g. `/bars_by_city/{state}/{city}`. */
-  path: string;
+  path: Path;
   operationId: string;
   summary: string;
   description?: string;
-  /** Path parameters (OpenAPI parameter objects). */
+  /** Path parameters (OpenAPI parameter objects); each is the SQL argument of its name. */
   pathParams?: Schema[];
-  /** The accepted query parameters: anything else is a 400. */
-  query: Schema[];
+  /** The accepted query parameters (declared-params.ts): anything else is a 400. */
+  query: Q;
+  /** Checks across query parameters, after each one's own (readArgs). */
+  check?: (args: Args) => void;
+  /** The 404 text when the api function answers NULL (default 'Not found'). */
+  notFound?: string;
   /** Schema of the 200 body. */
   body: Schema;
   /** Error statuses besides 400/401/403/406/429/500/503 (e.g. '404'). */
@@ -164,13 +199,18 @@ export interface Endpoint {
   mediaType?: string;
 }
 
+/** The SQL argument names an endpoint's declaration feeds: its path parameters and its query parameters' args. */
+export type EndpointArgs<E> = E extends Endpoint<infer Path, infer Q> ? PathNames<Path> | ArgOf<Q[number]> : never;
+
 export const ENDPOINTS: Endpoint[] = [];
 
 /** The GraphQL endpoint (beta) below the prefix: POST and GET, usage name 'graphql'. */
 export const GRAPHQL_ROUTE = '/graphql';
 
 /** Declares an endpoint (added to ENDPOINTS, hence to the OpenAPI document). */
-export function endpoint(e: Endpoint): Endpoint {
+export function endpoint<const Path extends string, const Q extends readonly Param[]>(
+  e: Endpoint<Path, Q>,
+): Endpoint<Path, Q> {
   ENDPOINTS.push(e);
   return e;
 }
@@ -179,7 +219,7 @@ export function endpoint(e: Endpoint): Endpoint {
 export const expressPath = (e: Endpoint): string => e.path.replace(/\{([^}]+)\}/g, ':$1');
 
 /** The names of the query parameters an endpoint accepts. */
-export const acceptedNames = (e: Endpoint): string[] => e.query.map((p) => p.name as string);
+export const acceptedNames = (e: Endpoint): string[] => e.query.map((declared) => declared.name);
 
 /** 400 for the first query parameter the endpoint does not declare, naming it and listing the accepted ones. */
 export function strictQuery(e: Endpoint): RequestHandler {
@@ -213,28 +253,25 @@ export const E = {
     operationId: 'listBars',
     summary: 'List bars (by ids, category, radius or bounding box; with filters)',
     query: [
-      query(
+      param(
         'ids',
         { type: 'string' },
         `comma-separated bar ids, at most ${MAX_IDS}; order kept, duplicates once, unknown ids skipped`,
+        (q) => barIds(q.string('ids')),
       ),
-      query('category', { type: 'string', minLength: 1 }, 'category slug (see GET categories); unknown: empty result'),
-      query('latitude', latitude, 'with longitude: nearest first (and the radius centre)'),
-      query('longitude', longitude, 'with latitude'),
-      query(
-        'radius',
-        { type: 'number', exclusiveMinimum: RADIUS.min, maximum: RADIUS.max },
-        'miles; requires latitude and longitude',
-      ),
+      p.nonEmpty('category', 'category slug (see GET categories); unknown: empty result'),
+      p.number('latitude', LATITUDE, 'with longitude: nearest first (and the radius centre)'),
+      p.number('longitude', LONGITUDE, 'with latitude'),
+      p.number('radius', RADIUS, 'miles; requires latitude and longitude'),
       corner(1),
       corner(2),
-      query(
-        'limit',
-        { type: 'integer', minimum: BARS_LIMIT.min, maximum: BARS_LIMIT.max, default: BARS_LIMIT.default },
-        'maximum number of bars',
-      ),
+      p.int('limit', BARS_LIMIT, 'maximum number of bars'),
       ...BAR_FILTERS,
     ],
+    check: (a) => {
+      placeCheck(a);
+      barFiltersCheck(a);
+    },
     body: object({ bars: array(ref('Bar')) }),
   }),
   bar: endpoint({
@@ -243,6 +280,7 @@ export const E = {
     summary: 'Bar details',
     pathParams: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'bar id' }],
     query: [],
+    notFound: 'Bar not found',
     body: object({ bar: ref('BarDetail') }),
     errors: ['404'],
   }),
@@ -251,12 +289,30 @@ export const E = {
     operationId: 'barsByCity',
     summary: "Bars of a city, today's events and the busiest open bars",
     pathParams: CITY_PATH,
-    query: [GROUP, ...BAR_FILTERS, PAGE_PARAM, PER_PAGE_PARAM],
+    query: [
+      GROUP,
+      ...BAR_FILTERS,
+      PAGE_PARAM,
+      PER_PAGE_PARAM,
+      p.int(
+        'events_today_limit',
+        { min: 1, max: 1000 },
+        'at most this many of events_today (1–1,000); absent: all of them until 2027-05-25, then 100 (see the changelog)',
+      ),
+    ],
+    check: barFiltersCheck,
+    notFound: 'City not found',
     body: paged({
       city: ref('City'),
       bars: array(ref('Bar')),
       events_today: array(ref('EventWithBar')),
       busiest_bars: array(ref('BusiestBar'), { maxItems: 5 }),
+      events_today_total: {
+        type: 'integer',
+        minimum: 0,
+        description:
+          "v1.3: the number of the city's (or group's) events today; events_today holds the first events_today_limit of them",
+      },
     }),
     errors: ['404'],
   }),
@@ -268,13 +324,14 @@ export const E = {
     summary: 'Events of a city by start time',
     pathParams: CITY_PATH,
     query: [
-      dateParam('start_date', 'today'),
-      dateParam('end_date', '30 days after today'),
-      query('classification', { type: 'string', enum: [...CLASSIFICATIONS] }, 'event type'),
+      p.date('start_date', 'today'),
+      p.date('end_date', '30 days after today'),
+      p.oneOf('classification', CLASSIFICATIONS, 'event type'),
       GROUP,
       PAGE_PARAM,
       PER_PAGE_PARAM,
     ],
+    notFound: 'City not found',
     body: paged({ events: array(ref('Event')) }),
     errors: ['404'],
   }),
@@ -283,7 +340,8 @@ export const E = {
     operationId: 'postsByCity',
     summary: 'Posts of a city, newest first',
     pathParams: CITY_PATH,
-    query: [dateParam('start_date', '30 days ago'), dateParam('end_date', 'today'), GROUP, PAGE_PARAM, PER_PAGE_PARAM],
+    query: [p.date('start_date', '30 days ago'), p.date('end_date', 'today'), GROUP, PAGE_PARAM, PER_PAGE_PARAM],
+    notFound: 'City not found',
     body: paged({ posts: array(ref('Post')) }),
     errors: ['404'],
   }),
@@ -293,6 +351,7 @@ export const E = {
     summary: 'City feed: posts (paged) and upcoming events (first page)',
     pathParams: CITY_PATH,
     query: [PAGE_PARAM, PER_PAGE_PARAM],
+    notFound: 'City not found',
     body: object({
       city: ref('City'),
       posts: array(ref('FeedPost')),
@@ -316,12 +375,13 @@ export const E = {
     operationId: 'listCities',
     summary: 'Cities (the {state}/{city} of the city endpoints), most bars first, then name',
     query: [
-      query('state', { type: 'string', pattern: '^[A-Za-z]{2}$' }, 'state abbreviation, case-insensitive'),
-      query(
-        'q',
-        { type: 'string', minLength: 1, maxLength: MAX_Q },
-        'city name prefix, case- and accent-insensitive (q=canon finds Cañon City)',
+      p.pattern(
+        'state',
+        '^[A-Za-z]{2}$',
+        'state must be a two-letter state abbreviation',
+        'state abbreviation, case-insensitive',
       ),
+      p.text('q', 'city name prefix, case- and accent-insensitive (q=canon finds Cañon City)'),
       PAGE_PARAM,
       PER_PAGE_PARAM,
     ],
@@ -333,6 +393,7 @@ export const E = {
     summary: 'Groups of a city (the values of group_slug) with their bar counts, by name',
     pathParams: CITY_PATH,
     query: [],
+    notFound: 'City not found',
     body: object({ city: ref('City'), groups: array(ref('GroupCount')) }),
     errors: ['404'],
   }),
@@ -343,26 +404,31 @@ export const E = {
     operationId: 'search',
     summary: 'Search bars and cities by name',
     query: [
-      query(
+      p.text(
         'q',
-        { type: 'string', minLength: 1, maxLength: MAX_Q },
         `search text (not blank, at most ${MAX_Q} characters); case-, accent- and apostrophe-insensitive ` +
           '(`canon` finds "Cañon City, CO"). Relevance: exact name, then name prefix, then a later word, ' +
           'then trigram similarity; within equal relevance nearer first (with latitude/longitude) or more popular first',
-        true,
+        { required: true },
       ),
-      query('latitude', latitude, 'with longitude: distances and nearer-first among equally relevant results'),
-      query('longitude', longitude, 'with latitude'),
-      query('type', { type: 'string', enum: ['bar', 'city'] }, 'only bars or only cities (default: both)'),
-      query(
+      p.number('latitude', LATITUDE, 'with longitude: distances and nearer-first among equally relevant results'),
+      p.number('longitude', LONGITUDE, 'with latitude'),
+      p.oneOf('type', SEARCH_TYPES, 'only bars or only cities (default: both)'),
+      p.int(
         'page',
-        { type: 'integer', minimum: 1, maximum: 2147483647, default: 1 },
+        PAGE,
         'page number, from 1. Search serves the 1,000 best matches at most: a page that starts past the ' +
           '1,000th match ((page - 1) * per_page >= 1000) is a 400 ' +
           '"search results end at the 1,000th match; narrow q (or use GET bars filters)"',
       ),
       PER_PAGE_PARAM,
     ],
+    check: (a) => {
+      positionCheck(a);
+      // decisions.md v1.1: the 1,000 best matches at most (api.search checks it too)
+      if (((a.page as number) - 1) * (a.per_page as number) >= SEARCH_CAP)
+        throw badRequest('search results end at the 1,000th match; narrow q (or use GET bars filters)');
+    },
     body: object({
       results: array(ref('SearchResult')),
       pagination: ref('Pagination'),
@@ -401,14 +467,14 @@ export const E = {
       '429s (part of `4xx`). Exact across instances; visible within 60 seconds. The range starts at the hour ' +
       '(day) of `start` and ends before `end`; at most 7 days of hours or 400 days of days (longer: 400).',
     query: [
-      query('granularity', { type: 'string', enum: ['hour', 'day'], default: 'hour' }, 'bucket size'),
-      query(
+      readByRoute('granularity', { type: 'string', enum: ['hour', 'day'], default: 'hour' }, 'bucket size'),
+      readByRoute(
         'start',
         { type: 'string', format: 'date-time' },
         'ISO 8601 date-time with an offset (send + as %2B). Default: 24 hours (hour) or 30 days (day) before end',
       ),
-      query('end', { type: 'string', format: 'date-time' }, 'ISO 8601 date-time with an offset. Default: now'),
-      query(
+      readByRoute('end', { type: 'string', format: 'date-time' }, 'ISO 8601 date-time with an offset. Default: now'),
+      readByRoute(
         'endpoint',
         { type: 'string' },
         'only this endpoint, named as in the series (e.g. `bars`, `bars/:id`, `search`, `graphql`); unknown: 400 listing the names',
@@ -427,24 +493,24 @@ export const E = {
       'nothing); no entry contains an API key (key-shaped values in the path or query are redacted). Pages: ' +
       'pass `next_cursor` as `cursor` (with the same filters) until it is null.',
     query: [
-      query(
+      readByRoute(
         'status',
         { type: 'string', pattern: '^([1-5][0-9][0-9]|[1-5]xx)$' },
         'a status code (e.g. `404`) or a class (`4xx`, `5xx`)',
       ),
-      query('endpoint', { type: 'string' }, 'only this endpoint (names as in usage/history); unknown: 400'),
-      query('request_id', { type: 'string', minLength: 1, maxLength: 128 }, 'the X-Request-Id of an answer'),
-      query(
+      readByRoute('endpoint', { type: 'string' }, 'only this endpoint (names as in usage/history); unknown: 400'),
+      readByRoute('request_id', { type: 'string', minLength: 1, maxLength: 128 }, 'the X-Request-Id of an answer'),
+      readByRoute(
         'since',
         { type: 'string', format: 'date-time' },
         'entries at or after this instant (ISO 8601 with offset)',
       ),
-      query(
+      readByRoute(
         'until',
         { type: 'string', format: 'date-time' },
         'entries at or before this instant (ISO 8601 with offset)',
       ),
-      query(
+      readByRoute(
         'limit',
         {
           type: 'integer',
@@ -454,7 +520,7 @@ export const E = {
         },
         'entries per page',
       ),
-      query('cursor', { type: 'string' }, 'opaque: the `next_cursor` of the previous page'),
+      readByRoute('cursor', { type: 'string' }, 'opaque: the `next_cursor` of the previous page'),
     ],
     body: ref('UsageRequests'),
   }),
@@ -480,8 +546,8 @@ export const E = {
     description: EXPORT_DESCRIPTION,
     query: [
       ...EXPORT_PLACE,
-      dateParam('start_date', 'unbounded (only events starting at or after it)'),
-      dateParam('end_date', 'unbounded (only events starting before its end)'),
+      exportDate('start_date', 'unbounded (only events starting at or after it)'),
+      exportDate('end_date', 'unbounded (only events starting before its end)'),
       EXPORT_SINCE,
     ],
     body: {
@@ -511,6 +577,13 @@ export interface Deprecation {
    * request to `endpoint` uses it. After the sunset the field may be removed; the endpoint keeps answering.
    */
   field?: string;
+  /**
+   * A change of `parameter`'s default at the sunset (the parameter stays; no 410). From `since`, a
+   * request that does not send `parameter` uses the deprecation when `affects` holds of its answer's
+   * text (the new default would change that answer); from the sunset on, such a request is answered
+   * as if it had sent `parameter=to`.
+   */
+  newDefault?: { to: string; affects: (body: string) => boolean };
   /** The same thing in the partner GraphQL schema, if it has one: `Type.field` or `Type.field(argument)`. */
   graphql?: string;
   /** From when (YYYY-MM-DD, UTC midnight): the headers start then. */
@@ -523,5 +596,27 @@ export interface Deprecation {
   changelog: string;
 }
 
-/** The deprecations in force. None yet: tests declare their own (createPartnerApp's `deprecations`). */
-export const DEPRECATIONS: Deprecation[] = [];
+/** The default of events_today_limit from its sunset: a big city's page stops growing with the city. */
+export const EVENTS_TODAY_DEFAULT = 100;
+
+/** `"events_today_total" : N` at the end of a bars_by_city answer (api.bars_by_city writes it last; only the tail is read, not a 300 KB page). */
+const EVENTS_TODAY_TOTAL = /"events_today_total"\s*:\s*(\d+)\s*\}\s*$/;
+
+/**
+ * The deprecations in force (tests also declare their own: createPartnerApp's `deprecations`).
+ * Each is announced by a `deprecated` entry of docs/changelog.yml on its `since` day.
+ */
+export const DEPRECATIONS: Deprecation[] = [
+  {
+    endpoint: E.barsByCity,
+    parameter: 'events_today_limit',
+    newDefault: {
+      to: String(EVENTS_TODAY_DEFAULT),
+      affects: (body) => Number(EVENTS_TODAY_TOTAL.exec(body.slice(-64))?.[1] ?? 0) > EVENTS_TODAY_DEFAULT,
+    },
+    since: '2026-11-25',
+    sunset: '2027-05-25',
+    replacement: `send events_today_limit (1-1,000) for more than ${EVENTS_TODAY_DEFAULT} of events_today; events_today_total counts them all`,
+    changelog: '/api/v1/partner/changelog',
+  },
+];

@@ -190,20 +190,6 @@ export interface BarFilters {
   statuses: string[] | null;
 }
 
-/** The filters of GET bars and GET bars_by_city (decisions.md v1.1 "Filters"). */
-export function barFilters(params: QueryParams): BarFilters {
-  const n = REST_FILTER_NAMES;
-  return checkedBarFilters(
-    {
-      openNow: () => params.boolean(n.openNow),
-      openAt: () => params.string(n.openAt),
-      priceLevels: () => params.list(n.priceLevels),
-      minRating: () => params.decimal(n.minRating),
-      statuses: () => params.list(n.statuses),
-    },
-    n,
-  );
-}
 /**
  * The parameter rules on values, the parameter named by the caller: REST reads
  * them from the query string (QueryParams), GraphQL from typed arguments, and
@@ -247,6 +233,13 @@ export const rules = {
     return [...new Set(items)] as T[];
   },
 
+  /** A search text (GET search and GET cities `q`): not blank, at most MAX_Q characters. */
+  text(name: string, text: string): string {
+    if (text.trim() === '') throw badRequest(`${name} must not be blank`);
+    if ([...text].length > MAX_Q) throw badRequest(`${name} must be at most ${MAX_Q} characters`);
+    return text;
+  },
+
   /** A number within a rule (NaN: not a number). */
   number(name: string, n: number, rule: NumberRule): number {
     const inRange = rule.minExclusive ? n > rule.min : n >= rule.min;
@@ -264,14 +257,6 @@ export interface FilterNames {
   minRating: string;
   statuses: string;
 }
-const REST_FILTER_NAMES: FilterNames = {
-  openNow: 'open_now',
-  openAt: 'open_at',
-  priceLevels: 'price_level',
-  minRating: 'min_rating',
-  statuses: 'status',
-};
-
 /** The filters as given, read in this order (the first bad one is the 400). */
 export interface FilterInput {
   openNow(): boolean | undefined;
@@ -286,8 +271,7 @@ export function checkedBarFilters(input: FilterInput, names: FilterNames): BarFi
   const openNow = input.openNow();
   const rawOpenAt = input.openAt();
   const openAt = rawOpenAt === undefined ? undefined : rules.dateTime(names.openAt, rawOpenAt);
-  if (openNow !== undefined && openAt !== undefined)
-    throw badRequest(`${names.openAt} cannot be combined with ${names.openNow}`);
+  openAtAlone(names, openNow, openAt);
   const priceLevels = input.priceLevels();
   const levels = priceLevels && rules.listOf(names.priceLevels, priceLevels, PRICE_LEVELS).map(Number);
   const minRating = input.minRating();
@@ -302,13 +286,19 @@ export function checkedBarFilters(input: FilterInput, names: FilterNames): BarFi
   };
 }
 
-/** latitude + longitude, both or neither. */
-export function position(params: QueryParams): { latitude: number; longitude: number } | undefined {
-  const latitude = params.number('latitude', LATITUDE);
-  const longitude = params.number('longitude', LONGITUDE);
-  if ((latitude === undefined) !== (longitude === undefined))
-    throw badRequest('latitude and longitude must be given together');
-  return latitude === undefined || longitude === undefined ? undefined : { latitude, longitude };
+/** open_at and open_now exclude each other (decisions.md v1.1 "Filters"). */
+export function openAtAlone(names: Pick<FilterNames, 'openAt' | 'openNow'>, openNow: unknown, openAt: unknown): void {
+  if (openNow != null && openAt != null) throw badRequest(`${names.openAt} cannot be combined with ${names.openNow}`);
+}
+
+/** GET bars `ids`: comma-separated, at most MAX_IDS entries; unknown ids are the database's business (skipped). */
+export function barIds(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const ids = raw.split(',').map((s) => s.trim());
+  if (ids.some((id) => id === ''))
+    throw badRequest('ids must be a comma-separated list of bar ids without empty entries');
+  if (ids.length > MAX_IDS) throw badRequest(`ids must have at most ${MAX_IDS} entries`);
+  return ids;
 }
 
 /** The v1.1 bar filters as the api functions' named arguments. */

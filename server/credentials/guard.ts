@@ -107,8 +107,8 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     redis && breaker
       ? new SharedUsage({ redis, breaker, pool, prefix: redisPrefix, logger, flushEveryMs: options.usageFlushMs })
       : undefined;
-  // Counts an instance made in Redis and could not flush (killed) are written by the next sweep of any instance.
-  if (sharedUsage) void sharedUsage.sweep(true);
+  // Counts an instance made in Redis and could not flush (killed) are written by the start-up sweep
+  // (sharedUsage.started) or the next periodic sweep of any instance.
   const alerts = new UsageAlerts(pool, logger);
   const history = new HourlyUsage({
     pool,

@@ -15,7 +15,6 @@ import {
   LATITUDE,
   LONGITUDE,
   MAX_IDS,
-  MAX_Q,
   RADIUS,
   SEARCH_CAP,
   barFilterArgs,
@@ -57,7 +56,6 @@ type Args = Record<string, unknown>;
 type Resolver = (source: Json, args: Args, ctx: GraphqlContext, info: GraphQLResolveInfo) => unknown;
 
 const BARS_CAP = BARS_LIMIT.max; // the list ends at GET bars' limit maximum
-const NO_FILTERS: BarFilters = { openNow: null, openAt: null, priceLevels: null, minRating: null, statuses: null };
 
 /** A contract rule's 400 (the argument named as in GraphQL) as a GraphQL input error. */
 function checked<T>(check: () => T): T {
@@ -110,10 +108,7 @@ function checkNumber(name: string, value: number, rule: NumberRule): void {
 }
 
 function checkText(name: string, value: unknown): string {
-  const text = String(value);
-  if (text.trim() === '') throw userError(`${name} must not be blank`);
-  if ([...text].length > MAX_Q) throw userError(`${name} must be at most ${MAX_Q} characters`);
-  return text;
+  return checked(() => rules.text(name, String(value)));
 }
 
 function nonEmpty(name: string, value: unknown): string | null {
@@ -173,15 +168,9 @@ function cityValues(city: Json): { state: string; city: string } {
   return { state: String(city.state), city: String(city.name) };
 }
 
-/** GET bars_by_city's first page: the city's events today and busiest bars (page-independent). */
-function cityListing(ctx: GraphqlContext, city: Json): Promise<Json | null> {
-  return ctx.data.call(CALLS.barsByCity, {
-    ...cityValues(city),
-    group_slug: null,
-    page: 1,
-    per_page: 1,
-    ...barFilterArgs(NO_FILTERS),
-  });
+/** The city's events today (the first `eventsLimit`, and their total) and busiest bars: api.graphql_city_highlights. */
+function cityHighlights(ctx: GraphqlContext, city: Json, eventsLimit: number): Promise<Json | null> {
+  return ctx.data.call(CALLS.cityHighlights, { ...cityValues(city), events_today_limit: eventsLimit });
 }
 
 function barsByCityPage(ctx: GraphqlContext, city: CityKey, group: string | null, f: BarFilters, w: Window) {
@@ -431,7 +420,7 @@ const City: Record<string, Resolver> = {
   },
   async busiestBars(city, args, ctx) {
     const w = windowOf(args);
-    const listing = await cityListing(ctx, city);
+    const listing = await cityHighlights(ctx, city, 0);
     const busiest = ((listing?.busiest_bars as Json[] | undefined) ?? []).map((b) => ({
       currentIntensity: b.current_intensity,
       bar: { id: b.id, name: b.name },
@@ -440,8 +429,9 @@ const City: Record<string, Resolver> = {
   },
   async eventsToday(city, args, ctx) {
     const w = windowOf(args);
-    const listing = await cityListing(ctx, city);
-    return sliceConnection((listing?.events_today as Json[] | undefined) ?? [], w);
+    const listing = await cityHighlights(ctx, city, w.offset + w.first);
+    const events = (listing?.events_today as Json[] | undefined) ?? [];
+    return connection(events.slice(w.offset), w, (listing?.events_today_total as number | undefined) ?? 0);
   },
   async groups(city, args, ctx) {
     const w = windowOf(args);

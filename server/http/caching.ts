@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
 import type { RateLimitContext } from '../ratelimit/limiters';
+import { answerCheckOf } from '../contract/deprecations';
 import { compressedCache, type Coding } from './compressed-cache';
 
 compressedCache(); // COMPRESSED_CACHE_MB is checked at start-up, not on a first request
@@ -72,6 +73,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * after adding Vary: Accept-Encoding, as it does for every answer it considers.
  */
 export async function sendCacheable(req: Request, res: Response, body: string): Promise<void> {
+  answerCheckOf(res)?.(body); // a deprecation decided by the answer (a parameter's new default)
   const length = Buffer.byteLength(body);
   const identityEtag = strongEtag(body);
   const encoding = responseEncoding(req, length);

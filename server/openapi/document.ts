@@ -493,7 +493,7 @@ function operation(e: Endpoint): Schema {
       summary: e.summary,
       ...(e.description ? { description: e.description } : {}),
       security,
-      parameters: [...(e.pathParams ?? []), ...e.query],
+      parameters: [...(e.pathParams ?? []), ...e.query.map((declared) => declared.spec)],
       responses: {
         200: {
           description: 'OK',

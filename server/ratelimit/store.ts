@@ -15,6 +15,7 @@
  *   (one bucket: one round trip, only on the failure path); the partner
  *   buckets are evaluated together by limiters.ts + buckets.ts.
  */
+import { createHash } from 'node:crypto';
 import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'express-rate-limit';
 import { RedisStore } from 'rate-limit-redis';
 import type { Logger } from '../log';
@@ -80,6 +81,19 @@ export class AlignedMemoryStore implements Store {
   }
 }
 
+/**
+ * SCRIPT LOAD on every master the cluster client knows (EVALSHA goes to the key's node), answering the
+ * script's own SHA-1 whatever the masters answer. rate-limit-redis keeps the promise of this answer and
+ * reloads only on NOSCRIPT: a rejection (a master killed, still in the client's node list during a
+ * failover) would fail every later call of that script in this process, and each failure opened the
+ * Redis circuit again. A node that missed the load (or a promoted replica: Redis does not replicate
+ * loaded scripts) answers NOSCRIPT, and the store loads again.
+ */
+export async function loadOnEveryMaster(redis: Cluster, script: string): Promise<string> {
+  await Promise.allSettled(redis.nodes('master').map((n) => n.call('SCRIPT', 'LOAD', script)));
+  return createHash('sha1').update(script).digest('hex');
+}
+
 export interface AlignedStoreOptions {
   bucket: Bucket;
   /** Absent: in-process counting only. */
@@ -107,13 +121,10 @@ export class AlignedStore implements Store {
         redis instanceof Cluster
           ? new RedisStore({
               prefix: this.prefix,
-              // Scripts are loaded on every master (EVALSHA goes to the key's node).
               sendCommandCluster: async ({ command }) => {
                 const [name, ...args] = command as [string, ...string[]];
-                if (name.toUpperCase() === 'SCRIPT') {
-                  const shas = await Promise.all(redis.nodes('master').map((n) => n.call(name, ...args)));
-                  return shas[0] as never;
-                }
+                if (name.toUpperCase() === 'SCRIPT' && args[0]?.toUpperCase() === 'LOAD')
+                  return loadOnEveryMaster(redis, args[1] ?? '') as never;
                 return redis.call(name, ...args) as Promise<never>;
               },
             })

@@ -86,6 +86,7 @@ export class HourlyUsage {
   private readonly timers: NodeJS.Timeout[] = [];
   private pushing: Promise<void> = Promise.resolve();
   private writing: Promise<void> = Promise.resolve();
+  private lastInstant = { at: NaN, day: '', hour: 0, hourStart: '' };
   dropped = 0;
 
   constructor(private readonly o: HourlyUsageOptions) {
@@ -104,19 +105,36 @@ export class HourlyUsage {
    */
   record(keyId: string, endpoint: string, status: number, at: number, shared: boolean): void {
     const cls = statusClass(status);
-    const iso = new Date(at).toISOString();
+    const t = this.instant(at);
     if (shared && this.o.redis) {
-      const id = `${keyId}|${iso.slice(0, 10)}`;
+      const id = `${keyId}|${t.day}`;
       let fields = this.shared.get(id);
       if (!fields) {
         if (this.shared.size >= MAX_PENDING) return this.drop();
         this.shared.set(id, (fields = new Map()));
       }
-      const field = hourField(Number(iso.slice(11, 13)), cls, endpoint);
+      const field = hourField(t.hour, cls, endpoint);
       fields.set(field, (fields.get(field) ?? 0) + 1);
       return;
     }
-    this.addLocal(`${iso.slice(0, 13)}:00:00Z`, keyId, endpoint, cls, 1);
+    this.addLocal(t.hourStart, keyId, endpoint, cls, 1);
+  }
+
+  /**
+   * The UTC day and hour of `at`, kept for the last instant asked: callers pass the minute's start,
+   * so the date is formatted once a minute rather than once per answer (0.8 µs each).
+   */
+  private instant(at: number): { day: string; hour: number; hourStart: string } {
+    if (at !== this.lastInstant.at) {
+      const iso = new Date(at).toISOString();
+      this.lastInstant = {
+        at,
+        day: iso.slice(0, 10),
+        hour: Number(iso.slice(11, 13)),
+        hourStart: `${iso.slice(0, 13)}:00:00Z`,
+      };
+    }
+    return this.lastInstant;
   }
 
   /**

@@ -13,7 +13,8 @@
  * - Bounds: at most 1,000 entries per key (a request without a valid key: per
  *   client address) and UTC minute, and of the 429s only the first. Checked
  *   here per instance (so a flood never fills the buffer) and by
- *   api.record_requests across instances.
+ *   api.record_requests across instances; what either leaves out is counted
+ *   (partner_request_log_capped_total{reason}), apart from the drops above.
  * - Never a key: key-shaped values in the path and query (and the error
  *   message) are redacted (redactKeys).
  * - 401s (no valid key) are stored without a subscriber: operators only.
@@ -25,11 +26,14 @@ import type { Pool } from '../db/pools';
 import { isDatabaseUnavailable } from '../contract/errors';
 import type { PartnerIdentity } from '../contract/identity';
 import type { Logger } from '../log';
-import { requestLogBuffered, requestLogDropped, requestLogWritten } from '../metrics';
+import { requestLogBuffered, requestLogCapped, requestLogDropped, requestLogWritten } from '../metrics';
 import type { RateLimitContext } from '../ratelimit/limiters';
 import { CALLS, apiQuery } from '../contract/calls';
 
 export type RequestLogMode = 'all' | 'errors' | 'off';
+
+/** Why the bounds left an entry out (the label of partner_request_log_capped_total). */
+export type CapReason = 'minute_cap' | 'repeat_429' | 'across_instances';
 
 export const REQUEST_LOG_MODES: readonly RequestLogMode[] = ['all', 'errors', 'off'];
 
@@ -137,6 +141,8 @@ export class RequestLog {
   private lastDropLog = 0;
   /** Entries dropped since start (also in /metrics). */
   dropped = 0;
+  /** Entries the bounds left out since start, by reason (also in /metrics). */
+  readonly capped: Record<CapReason, number> = { minute_cap: 0, repeat_429: 0, across_instances: 0 };
   /** Entries stored since start (as api.record_requests reported). */
   written = 0;
   private readonly maxBuffer: number;
@@ -185,7 +191,8 @@ export class RequestLog {
     const ctx = res.locals.rateLimit as RateLimitContext | undefined;
     const clientIp = req.ip ?? req.socket.remoteAddress ?? null;
     const who = partner ? partner.keyId : `ip:${clientIp ?? ''}`;
-    if (!this.admit(who, status === 429)) return;
+    const refused = this.admit(who, status === 429);
+    if (refused) return this.cap(refused, 1);
     const message = res.locals.errorMessage as string | undefined;
     this.add({
       request_id: storable(String(res.locals.requestId ?? '')),
@@ -201,8 +208,8 @@ export class RequestLog {
     });
   }
 
-  /** This instance's share of the bounds: 1,000 entries a key and minute, one 429. */
-  private admit(who: string, rateLimited: boolean): boolean {
+  /** This instance's share of the bounds: 1,000 entries a key and minute, one 429. Why not, or undefined: kept. */
+  private admit(who: string, rateLimited: boolean): CapReason | undefined {
     const minute = Math.floor(this.now() / 60_000);
     if (minute !== this.minute || this.perWho.size > 100_000) {
       this.minute = minute;
@@ -210,10 +217,15 @@ export class RequestLog {
     }
     let c = this.perWho.get(who);
     if (!c) this.perWho.set(who, (c = { entries: 0, rateLimited: 0 }));
-    if (rateLimited && c.rateLimited++ > 0) return false;
-    if (c.entries >= PER_KEY_MINUTE) return false;
+    if (rateLimited && c.rateLimited++ > 0) return 'repeat_429';
+    if (c.entries >= PER_KEY_MINUTE) return 'minute_cap';
     c.entries++;
-    return true;
+    return undefined;
+  }
+
+  private cap(reason: CapReason, n: number): void {
+    this.capped[reason] += n;
+    requestLogCapped.inc({ reason }, n);
   }
 
   /** Buffers an entry (dropped and counted when the buffer is full). */
@@ -287,6 +299,7 @@ export class RequestLog {
       stored = await insert();
     }
     requestLogWritten.inc(stored);
+    if (stored < batch.length) this.cap('across_instances', batch.length - stored);
     return stored;
   }
 

@@ -4,10 +4,11 @@
  * api.record_shared_usage, idempotently (absolute counts + a version).
  *
  * - Every `flushEveryMs` (5 s) an instance flushes the key-days it served.
- * - Every `sweepEveryMs` (60 s), and once at start, one instance (a Redis lock)
- *   flushes today's and yesterday's hash of every key that may have one
- *   (api.usage_key_ids()), so counts made by an instance that was SIGKILLed
- *   before its flush reach PostgreSQL anyway. Nothing counted in Redis is lost
+ * - Every `sweepEveryMs` (60 s), one instance (a Redis lock) flushes today's and
+ *   yesterday's hash of every key that may have one (api.usage_key_ids()), so
+ *   counts made by an instance that was SIGKILLed before its flush reach
+ *   PostgreSQL anyway. At start each instance sweeps too, retried every second
+ *   until it succeeds (Redis or PostgreSQL may still be coming up). Nothing counted in Redis is lost
  *   with an instance; the bound is Redis itself (its persistence settings).
  */
 import type { Pool } from '../db/pools';
@@ -33,6 +34,11 @@ export class SharedUsage {
   private touched = new Set<string>(); // `${day}|${keyId}`
   private readonly timers: NodeJS.Timeout[] = [];
   private chain: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private startupRetry: NodeJS.Timeout | undefined;
+  private startupDone: () => void = () => undefined;
+  /** Settles when the start-up sweep has succeeded (or the instance closed first). */
+  readonly started: Promise<void>;
 
   constructor(private readonly o: SharedUsageOptions) {
     // flush() and sweep() queue themselves on the chain: wrapping them in serial() again would make
@@ -44,6 +50,16 @@ export class SharedUsage {
     };
     every(o.flushEveryMs ?? 5000, () => this.flush());
     every(o.sweepEveryMs ?? 60_000, () => this.sweep());
+    this.started = new Promise((resolve) => {
+      this.startupDone = resolve;
+      const attempt = () =>
+        void this.sweepOnce(true).then((written) => {
+          if (written !== undefined || this.closed) return resolve();
+          this.startupRetry = setTimeout(attempt, 1000);
+          this.startupRetry.unref();
+        });
+      attempt();
+    });
   }
 
   /** A request of this key was counted in Redis on this day. */
@@ -73,7 +89,12 @@ export class SharedUsage {
   }
 
   /** Writes today's and yesterday's counts of every key (one instance at a time). */
-  sweep(force = false): Promise<number> {
+  async sweep(force = false): Promise<number> {
+    return (await this.sweepOnce(force)) ?? 0;
+  }
+
+  /** undefined when the sweep failed (logged). */
+  private sweepOnce(force: boolean): Promise<number | undefined> {
     return this.serial(async () => {
       try {
         const lock = `${this.o.prefix}usage-sweep-lock`;
@@ -93,7 +114,7 @@ export class SharedUsage {
         return await this.write(rows.flatMap((r) => days.map((d) => [d, r.id] as [string, string])));
       } catch (err) {
         this.o.logger.warn({ err: { message: (err as Error).message } }, 'shared usage sweep failed; will retry');
-        return 0;
+        return undefined;
       }
     });
   }
@@ -132,6 +153,9 @@ export class SharedUsage {
 
   /** Final flush (clean shutdown). */
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.startupRetry);
+    this.startupDone(); // a retry that will not run now
     for (const t of this.timers) clearInterval(t);
     await this.flush();
   }

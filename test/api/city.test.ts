@@ -164,7 +164,34 @@ describe('city endpoints', () => {
         events_today: [],
         busiest_bars: [],
         pagination: { current_page: 1, total_pages: 0, total_count: 0, per_page: 20 },
+        events_today_total: 0,
       });
+    });
+
+    test('events_today_limit: the first N of events_today; events_today_total counts them all', async () => {
+      const town = await f.city({ name: 'Limit Town', state: 'TX', time_zone: 'America/Chicago' });
+      const bar = await f.bar(town, { name: 'Counter' });
+      // three events starting in the first hours of the city's local today, whatever TEST_CLOCK says
+      const { rows } = await db.owner.query<{ start: Date }>(
+        `select private.local_day_start(($1::timestamptz at time zone 'America/Chicago')::date, 'America/Chicago') as start`,
+        [testNow()],
+      );
+      const at0 = (ms: number) => new Date(rows[0]!.start.getTime() + ms).toISOString();
+      for (const h of [1, 2, 3])
+        await f.event(bar, { title: `today ${h}`, start_at: at0(h * HOUR), end_at: at0((h + 1) * HOUR) });
+      const at = (query: string) => get(app, `${P}/bars_by_city/TX/Limit%20Town${query}`);
+      const all = (await at('')).body;
+      expect(all.events_today).toHaveLength(3);
+      expect(all.events_today_total).toBe(3);
+      const two = (await at('?events_today_limit=2')).body;
+      expect(two.events_today).toEqual(all.events_today.slice(0, 2));
+      expect(two.events_today_total).toBe(3);
+      expect((await at('?events_today_limit=1000')).body.events_today).toHaveLength(3);
+      for (const bad of ['0', '1001', 'x', '2.5']) {
+        const res = await at(`?events_today_limit=${bad}`);
+        expect(res.status).toBe(400);
+        expect(res.body.error).toBe('events_today_limit must be an integer between 1 and 1000');
+      }
     });
 
     test('group_slug narrows bars, busiest_bars and events_today; an unknown slug matches nothing', async () => {

@@ -2,11 +2,14 @@
  * The request log (decisions.md v1.3 "Request log"): 4xx/5xx answers kept in
  * PostgreSQL in batches (REQUEST_LOG=errors|all|off), GET usage/requests with
  * its filters and cursor pages, partner isolation, 401s without a subscriber,
- * key redaction, the bounds (1,000 entries a key and minute, the first 429),
+ * key redaction, the bounds (1,000 entries a key and minute, the first 429)
+ * and their counter (partner_request_log_capped_total),
  * the buffer and its drop counter with PostgreSQL frozen, close() writing the
  * buffer, the daily partitions, and every 400 path of usage/requests.
  */
 import express from 'express';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { loadConfig } from '../../server/config';
 import { createPool, type Pool } from '../../server/db/pools';
@@ -16,16 +19,9 @@ import { redactKeys, redactText, RequestLog, storable, type RequestLogEntry } fr
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FreezableProxy } from '../support/freezable-proxy';
 import { validateResponse } from '../support/openapi';
+import { testNow } from '../support/clock';
 import pino from 'pino';
-import {
-  awaitRoomInMinute,
-  bearer,
-  createPlan,
-  issueKey,
-  silentLogger,
-  startPartner,
-  type PartnerInstance,
-} from '../support/partner';
+import { bearer, createPlan, issueKey, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
 
 const P = '/api/v1/partner';
 const REQUESTS = `${P}/usage/requests`;
@@ -59,6 +55,12 @@ async function list(app: express.Express, apiKey: string, query = '') {
   const res = await request(app).get(url).set(bearer(apiKey));
   validateResponse('GET', url, { status: res.status, headers: res.headers as Record<string, string>, text: res.text });
   return res;
+}
+
+/** partner_request_log_capped_total{reason} in this process's /metrics. */
+async function capped(reason: string): Promise<number> {
+  const m = new RegExp(`^partner_request_log_capped_total\\{reason="${reason}"[^}]*\\} (\\d+)`, 'm');
+  return Number(m.exec((await metricsText()).body)?.[1] ?? 0);
 }
 
 describe('request log through the partner app', () => {
@@ -229,27 +231,57 @@ describe('request log through the partner app', () => {
     expect(entries.map((e) => [e.status, e.endpoint])).toEqual([[200, 'test_endpoint']]);
   });
 
-  test('a 4xx flood from one key: at most 1,000 entries a minute are buffered and stored', async () => {
-    await awaitRoomInMinute(20_000);
-    const { apiKey, keyId } = await issueKey(db.owner, { plan: await createPlan(db.owner, null) });
-    const flood = new RequestLog({ pool: partner.pool, logger: silentLogger, flushEveryMs: 60_000 });
-    const floodApp = appWith(partner, flood);
-    let next = 0;
-    let peak = 0;
-    const worker = async () => {
-      while (next < 1100) {
-        next++;
-        await request(floodApp).get(`${P}/bars?limit=flood`).set(bearer(apiKey)).expect(400);
-        peak = Math.max(peak, flood.pending);
-      }
-    };
-    await Promise.all(Array.from({ length: 8 }, worker));
-    expect(peak).toBe(1000);
-    await flood.close();
-    const { rows } = await db.owner.query('select count(*)::int as n from admin.request_log where api_key_id = $1', [
-      keyId,
+  test('a 4xx flood from one key (pinned clock): 1,000 entries of the minute kept, the rest counted; another key unaffected', async () => {
+    const minute = Math.floor(testNow().getTime() / 60_000) * 60_000;
+    let now = minute + 30_000;
+    await db.owner.query('select private.request_log_maintain($1)', [new Date(now).toISOString()]); // its day
+    const plan = await createPlan(db.owner, null);
+    const flooder = await issueKey(db.owner, { plan });
+    const other = await issueKey(db.owner, { plan });
+    const flood = new RequestLog({ pool: partner.pool, logger: silentLogger, flushEveryMs: 3_600_000, now: () => now });
+    const server = http.createServer(appWith(partner, flood));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${P}/bars?limit=flood`;
+    const before = await capped('minute_cap');
+    try {
+      const send = async (apiKey: string) => {
+        const res = await fetch(url, { headers: bearer(apiKey) }); // keep-alive: 2,500 requests in seconds
+        await res.arrayBuffer();
+        expect(res.status).toBe(400);
+      };
+      for (let i = 0; i < 3; i++) await send(other.apiKey);
+      let sent = 0;
+      const worker = async () => {
+        while (sent < 2500) {
+          sent++;
+          await send(flooder.apiKey);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+      for (let i = 0; i < 3; i++) await send(other.apiKey); // after the flood key's cap: still kept
+      expect(flood.pending).toBe(1006);
+      expect(flood.capped).toEqual({ minute_cap: 1500, repeat_429: 0, across_instances: 0 });
+      expect((await capped('minute_cap')) - before).toBe(1500);
+      now = minute + 65_000; // the next minute starts again
+      await send(flooder.apiKey);
+      expect(flood.pending).toBe(1007);
+    } finally {
+      await new Promise((r) => server.close(r));
+      await flood.close();
+    }
+    expect(flood.written).toBe(1007);
+    expect(flood.capped.across_instances).toBe(0);
+    const { rows } = await db.owner.query(
+      `select api_key_id, extract(epoch from date_trunc('minute', created_at))::bigint * 1000 as minute,
+              count(*)::int as n
+         from admin.request_log where api_key_id = any($1) group by 1, 2 order by 2, 3`,
+      [[flooder.keyId, other.keyId]],
+    );
+    expect(rows.map((r) => [r.api_key_id, Number(r.minute), r.n])).toEqual([
+      [other.keyId, minute, 6],
+      [flooder.keyId, minute, 1000],
+      [flooder.keyId, minute + 60_000, 1],
     ]);
-    expect(rows[0].n).toBe(1000);
   }, 60_000);
 
   test('429s: only the first of each key and minute is kept', async () => {
@@ -356,6 +388,23 @@ describe('api.record_requests: bounds across batches (and instances)', () => {
     // without a key: bounded per client address
     const anon = Array.from({ length: 1005 }, (_, i) => entry(null, 401, at(120_000 + i), i));
     expect(await store(anon)).toBe(1000);
+  });
+
+  test('two instances of one key in one minute: 1,000 stored in all, the rest counted as capped across instances', async () => {
+    const { keyId } = await issueKey(db.owner);
+    await db.owner.query(`select private.request_log_maintain('2026-11-25T11:00:00Z')`);
+    const at = new Date(Date.parse('2026-11-25T11:00:30Z')).toISOString();
+    const before = await capped('across_instances');
+    const [a, b] = [1, 2].map(
+      () => new RequestLog({ pool: db.partnerPool(), logger: silentLogger, flushEveryMs: 3_600_000 }),
+    );
+    for (let i = 0; i < 600; i++) a!.add(entry(keyId, 404, at, i));
+    for (let i = 0; i < 600; i++) b!.add(entry(keyId, 404, at, 600 + i));
+    await a!.close();
+    await b!.close();
+    expect([a!.written, b!.written]).toEqual([600, 400]);
+    expect([a!.capped.across_instances, b!.capped.across_instances]).toEqual([0, 200]);
+    expect((await capped('across_instances')) - before).toBe(200);
   });
 
   test('a batch PostgreSQL refuses (not a connection problem) is dropped and counted, not retried forever', async () => {

@@ -55,6 +55,33 @@ describe('hourly usage: failure paths', () => {
     expect(hourField(7, 'R', 'bars/:id')).toBe('@07|R|bars/:id');
   });
 
+  test('each answer is counted in the day and hour of its own instant, whatever the instant before it', async () => {
+    const increments: string[] = [];
+    const redis = {
+      pipeline: () => ({
+        hincrby: (key: string, field: string, n: number) => field !== '#v' && increments.push(`${key} ${field} ${n}`),
+        pexpireat: () => undefined,
+        exec: () => Promise.resolve([]),
+      }),
+    } as unknown as RedisClient;
+    const h = new HourlyUsage({ pool: db.owner as unknown as Pool, logger: silentLogger, redis, prefix: 'p:' });
+    try {
+      const lastMinute = Date.parse('2026-11-24T23:59:00Z');
+      const nextDay = Date.parse('2026-11-25T00:00:00Z');
+      for (const at of [AT, lastMinute, AT, nextDay, nextDay, AT + 3600_000, lastMinute])
+        h.record('k', 'bars', 200, at, true);
+      await h.push();
+      expect(increments.sort()).toEqual([
+        'p:{k}:u:2026-11-24 @10|2|bars 2',
+        'p:{k}:u:2026-11-24 @11|2|bars 1',
+        'p:{k}:u:2026-11-24 @23|2|bars 2',
+        'p:{k}:u:2026-11-25 @00|2|bars 2',
+      ]);
+    } finally {
+      await h.close();
+    }
+  });
+
   test('a failed Redis push is counted in process and written to PostgreSQL', async () => {
     const { keyId } = await issueKey(db.owner);
     const fake = failingRedis();

@@ -7,7 +7,10 @@ import express from 'express';
 import request from 'supertest';
 import { createPartnerGuard } from '../../server/credentials/guard';
 import { createPartnerApp } from '../../server/http/app';
+import pino from 'pino';
+import type { RedisBreaker } from '../../server/ratelimit/breaker';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { SharedUsage } from '../../server/usage/shared';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { listen, type Listening } from '../support/http';
 import {
@@ -146,9 +149,9 @@ describe('the limiter in Redis (own redis-server)', () => {
     const { apiKey, keyId } = await issueKey(db.owner);
     // A second instance serves 7 requests and is then abandoned without close() (no flush: like SIGKILL).
     const victim = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
-    // Its own start-up sweep runs in the background; usage work is serial, so this waits for it (on a
-    // loaded machine it could otherwise write the first request's count itself).
-    await victim.guard.sharedUsage!.flush();
+    // Its own start-up sweep runs in the background; on a loaded machine it could otherwise write the
+    // first request's count itself.
+    await victim.guard.sharedUsage!.started;
     for (let i = 0; i < 7; i++) await request(victim.app).get(TEST).set(bearer(apiKey)).expect(200);
     await request(victim.app).get('/api/v1/partner/bars/999999999').set(bearer(apiKey)).expect(404);
     const count = async () =>
@@ -161,7 +164,7 @@ describe('the limiter in Redis (own redis-server)', () => {
     expect(await count()).toEqual([]);
     // Any instance's sweep (at start, then every minute) writes what sits in Redis.
     const other = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
-    await other.guard.sharedUsage!.flush(); // after the start-up sweep
+    await other.guard.sharedUsage!.started;
     expect(await count()).toEqual([
       { endpoint: 'bars/:id', requests: 1 },
       { endpoint: 'test_endpoint', requests: 7 },
@@ -174,6 +177,59 @@ describe('the limiter in Redis (own redis-server)', () => {
       { endpoint: 'test_endpoint', requests: 7 },
     ]);
     await Promise.all([victim.close(), other.close()]);
+  });
+
+  test('an instance whose start-up sweep fails retries it every second until it succeeds', async () => {
+    const { apiKey, keyId } = await issueKey(db.owner);
+    const victim = await startPartner(db, { redis: client, redisPrefix: 'rs-retry:' });
+    await victim.guard.sharedUsage!.started;
+    for (let i = 0; i < 3; i++) await request(victim.app).get(TEST).set(bearer(apiKey)).expect(200);
+    const count = async () =>
+      (
+        await db.owner.query<{ endpoint: string; requests: number }>(
+          'select endpoint, requests::int from admin.daily_usage where api_key_id = $1 order by endpoint',
+          [keyId],
+        )
+      ).rows;
+
+    // A new instance starts while its Redis circuit is open.
+    const failures: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void failures.push(JSON.parse(line).msg) });
+    const breaker = { available: false };
+    const restarted = new SharedUsage({
+      redis: client,
+      breaker: breaker as unknown as RedisBreaker,
+      pool: db.partnerPool(),
+      prefix: 'rs-retry:', // its own: the other instances' periodic sweeps would write these counts
+      logger,
+      flushEveryMs: 60_000,
+    });
+    try {
+      while (failures.length < 2) await new Promise((r) => setTimeout(r, 100)); // tried, then tried again
+      expect(failures).toEqual(['shared usage sweep failed; will retry', 'shared usage sweep failed; will retry']);
+      expect(await count()).toEqual([]);
+      breaker.available = true; // the circuit closes: the next retry writes what the victim left
+      await restarted.started;
+      expect(await count()).toEqual([{ endpoint: 'test_endpoint', requests: 3 }]);
+    } finally {
+      await Promise.all([restarted.close(), victim.close()]);
+    }
+  });
+
+  test('closing an instance whose start-up sweep keeps failing settles `started`', async () => {
+    const failures: string[] = [];
+    const failing = new SharedUsage({
+      redis: client,
+      breaker: { available: false } as unknown as RedisBreaker,
+      pool: db.partnerPool(),
+      prefix: 'rs-retry:',
+      logger: pino({ level: 'warn' }, { write: (line: string) => void failures.push(JSON.parse(line).msg) }),
+      flushEveryMs: 60_000,
+    });
+    while (!failures.length) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 50)); // the retry is now waiting for its second
+    await failing.close();
+    await failing.started; // left pending, it would hang until the test's timeout
   });
 });
 

@@ -10,6 +10,7 @@ import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';
 import { testNow } from '../support/clock';
+import { cursorOf } from '../../server/graphql/connection';
 
 type J = Record<string, unknown>;
 const ids = (items: unknown) => (items as { id: string }[]).map((i) => i.id);
@@ -59,7 +60,18 @@ describe('GraphQL and REST give the same items in the same order', () => {
        where c.name = $1 and c.state = $2 order by b.id limit 1`,
       [city.name, city.state],
     );
-    await fixtures(db.owner).alwaysOpen(Number(rows[0]!.id));
+    const fx = fixtures(db.owner);
+    await fx.alwaysOpen(Number(rows[0]!.id));
+    // and three events starting in the first minutes of its local today, for a window of events today
+    const { rows: day } = await db.owner.query<{ start: Date }>(
+      `select private.local_day_start(($1::timestamptz at time zone c.time_zone)::date, c.time_zone) as start
+       from private.cities c where c.name = $2 and c.state = $3`,
+      [testNow(), city.name, city.state],
+    );
+    for (const minute of [1, 2, 3]) {
+      const at = (m: number) => new Date(day[0]!.start.getTime() + m * 60_000).toISOString();
+      await fx.event(Number(rows[0]!.id), { title: `early ${minute}`, start_at: at(minute), end_at: at(minute + 60) });
+    }
   }, 120_000);
   afterAll(async () => {
     await partner?.close();
@@ -175,6 +187,15 @@ describe('GraphQL and REST give the same items in the same order', () => {
       ((gc.busiestBars as J).nodes as J[]).map((b) => ({ id: (b.bar as J).id, current_intensity: b.currentIntensity })),
     ).toEqual((page1.busiest_bars as J[]).map((b) => ({ id: b.id, current_intensity: b.current_intensity })));
     expect(nodeIds(gc, 'eventsToday')).toEqual(ids(page1.events_today));
+    // a window of events today (api.graphql_city_highlights) against REST's list and total
+    const todayTotal = page1.events_today_total as number;
+    expect(todayTotal).toBe((page1.events_today as J[]).length);
+    expect(todayTotal).toBeGreaterThan(2); // the window below is a real one
+    const window = await query(
+      `{ ${c} { eventsToday(first: 2, after: "${cursorOf(0)}") { totalCount nodes { id } } } }`,
+    );
+    expect(nodeIds(window, 'city', 'eventsToday')).toEqual(ids((page1.events_today as J[]).slice(1, 3)));
+    expect(((window.city as J).eventsToday as J).totalCount).toBe(todayTotal);
     expect([ids(page2.bars).length, (page1.busiest_bars as J[]).length].every((n) => n > 0)).toBe(true);
     // an event reached through a short form (events today) has GET events' full-form fields
     const full = new Map(((await rest(`events/${path}?per_page=100`)).events as J[]).map((e) => [e.id, e]));

@@ -100,14 +100,28 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
 
     // Shared counting is back when a 1/minute key is refused by the other instance after one request.
     const probePlan = await createPlan(db.owner, 1);
-    for (let attempt = 0; ; attempt++) {
+    const probingSince = Date.now();
+    for (;;) {
       const probe = await issueKey(db.owner, { plan: probePlan });
       const first = (await fetch(url(0), { headers: bearer(probe.apiKey) })).status;
       const second = (await fetch(url(1), { headers: bearer(probe.apiKey) })).status;
       if (first === 200 && second === 429) break;
-      if (attempt > 40) throw new Error('the two instances do not share counts after the promotion');
+      if (Date.now() - probingSince > 30_000) {
+        const circuits = servers.map((s) => [
+          ...new Set(
+            s.logs
+              .filter((l) => /^Redis circuit|failed; counting in process/.test(String(l.msg)))
+              .map((l) => `${String(l.msg)} (${(l.err as { message?: string } | undefined)?.message ?? ''})`),
+          ),
+        ]);
+        throw new Error(
+          `the two instances do not share counts 30 s after the promotion (last: ${first}, ${second}); ` +
+            `circuit lines per instance: ${JSON.stringify(circuits)}`,
+        );
+      }
       await sleep(250);
     }
+    const sharedAfterMs = Date.now() - probingSince;
     // A fresh key in the same hash slot's master (now the promoted replica), alternating instances.
     const limited = await issueKey(db.owner, { plan: await createPlan(db.owner, 20) });
     await awaitRoomInMinute(5000);
@@ -122,6 +136,7 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
     process.stdout.write(
       `[redis-cluster-failover] master :${victim} killed under load: replica promoted after ${promotedMs} ms; ` +
         `${during} requests meanwhile (to 3 s after the promotion), all ${statuses.length} answered 200; ` +
+        `shared counting seen ${sharedAfterMs} ms after the circuits closed; ` +
         `afterwards a 20/minute key over both instances: 20 x 200, 40 x 429; log (warn+): ${JSON.stringify(warnings)}\n`,
     );
   }, 150_000);

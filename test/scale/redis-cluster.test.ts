@@ -4,6 +4,9 @@
  * N/minute key through; one EVALSHA per request; all keys of an API key in one
  * hash slot; the failed-authentication limit works there too.
  */
+import type { Options } from 'express-rate-limit';
+import type { Cluster, Redis } from 'ioredis';
+import { AlignedStore } from '../../server/ratelimit/store';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { listen, type Listening } from '../support/http';
@@ -118,5 +121,32 @@ describeWithCluster('rate limits on a Redis Cluster (own 3 nodes), two instances
       statuses.push((await servers[i % 2]!.get(TEST, bearer(`pbk_${'x'.repeat(43)}`))).status);
     expect(statuses.slice(0, 30)).toEqual(Array(30).fill(401));
     expect(statuses.slice(30)).toEqual([429, 429]);
+  });
+
+  test('the failed-authentication store keeps counting in the cluster when a master is down while its scripts load, and when a node lost them', async () => {
+    // A master killed during a failover stays in the client's node list for a while: loading the
+    // scripts there fails. That failure once poisoned the store's scripts for the life of the process
+    // (every later call failed and reopened the Redis circuit), so counts stayed per instance.
+    const client = createRedisClient({ clusterNodes: cluster.nodes }, silentLogger) as Cluster;
+    await redisReadyPromise(client);
+    const nodes = client.nodes.bind(client);
+    const dead = { call: () => Promise.reject(new Error('Connection is closed.')) } as unknown as Redis;
+    client.nodes = ((role?: 'all' | 'master' | 'slave') => [...nodes(role), dead]) as Cluster['nodes'];
+    const store = new AlignedStore({ bucket: 'minute', redis: client, prefix: 'cl-dead:', logger: silentLogger });
+    try {
+      store.init({ windowMs: 60_000 } as Options);
+      const key = `${Date.now()}:203.0.113.9`;
+      await store.increment(key);
+      await store.increment(key);
+      expect(Number(await client.get(`cl-dead:minute:${key}`))).toBe(2); // in Redis, not in process
+      // A promoted replica has none of the loaded scripts (Redis does not replicate them): NOSCRIPT, loaded again.
+      await Promise.all(cluster.ports.map((port) => cluster.cli(port, 'script', 'flush')));
+      await store.increment(key);
+      expect(Number(await client.get(`cl-dead:minute:${key}`))).toBe(3);
+      expect((await store.get(key))?.totalHits).toBe(3);
+    } finally {
+      store.shutdown();
+      client.disconnect();
+    }
   });
 });

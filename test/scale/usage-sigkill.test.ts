@@ -48,7 +48,13 @@ describe('usage survives a SIGKILL (Redis)', () => {
     // SIGKILLed below: the shutdown timeout never comes into play
     const started = await startServerProcess(
       db.url,
-      { REDIS_URL: redisServer.url, WEB_CONCURRENCY: '1' },
+      {
+        REDIS_URL: redisServer.url,
+        WEB_CONCURRENCY: '1',
+        // not the production 50 ms: on a loaded machine one slow reply opens the circuit, and what the
+        // instance then counts in process dies with SIGKILL (the breaker has its own tests)
+        REDIS_BUDGET_MS: '2000',
+      },
       { shutdownTimeoutMs: 10_000 },
     );
     child = started.child;
@@ -67,7 +73,11 @@ describe('usage survives a SIGKILL (Redis)', () => {
           [keyId],
         )
       ).rows;
-    expect(await usage()).toEqual([]); // the killed instance wrote nothing (it flushes every 5 s)
+    // The killed instance flushes every 5 s: it has usually written nothing yet, but on a loaded machine
+    // (20 requests taking over 5 s) a flush may have run before the kill. Either way the rest sits in
+    // Redis, and the counts below must come out exact: nothing lost, nothing counted twice.
+    const written = (await usage()).reduce((n, r) => n + r.requests, 0);
+    expect(written).toBeLessThanOrEqual(20);
 
     // Any other instance: its start-up sweep writes what sits in Redis.
     const pool = db.partnerPool();
@@ -79,7 +89,8 @@ describe('usage survives a SIGKILL (Redis)', () => {
       usageFlushMs: 60_000,
     });
     try {
-      await guard.sharedUsage!.flush(); // queued after the start-up sweep
+      // retried every second until it succeeds (on a loaded machine Redis or the pool may fail it once)
+      await guard.sharedUsage!.started;
       expect(await usage()).toEqual([
         { endpoint: 'bars/:id', requests: 5 },
         { endpoint: 'test_endpoint', requests: 15 },

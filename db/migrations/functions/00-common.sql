@@ -233,3 +233,49 @@ as $$
                private.hourly_json_text(p_profile, 97), private.hourly_json_text(p_profile, 121),
                private.hourly_json_text(p_profile, 145)]
 $$;
+
+-- Per-city counts by UTC hour (private.city_post_hours, private.city_event_hours): the statement
+-- trigger that keeps one exact in the same transaction as the change of its base table, a bulk
+-- load paying one set-based statement. Arguments: the count table, the base table's time column.
+-- (EXECUTE: the two tables differ only in names; this runs on writes, never on a partner's read.)
+create or replace function private.city_hours_sync() returns trigger
+  language plpgsql
+as $$
+declare
+  v_counts text := tg_argv[0];
+  v_at text := tg_argv[1];
+begin
+  if tg_op = 'TRUNCATE' then
+    execute format('truncate private.%I', v_counts);
+    return null;
+  end if;
+  if tg_op in ('UPDATE', 'DELETE') then
+    execute format(
+      'update private.%1$I h set n = h.n - d.n
+       from (select city_id, date_trunc(''hour'', %2$I, ''UTC'') as hour, count(*)::int as n from old_rows group by 1, 2) d
+       where h.city_id = d.city_id and h.hour = d.hour', v_counts, v_at);
+  end if;
+  if tg_op in ('UPDATE', 'INSERT') then
+    execute format(
+      'insert into private.%1$I as h (city_id, hour, n)
+       select city_id, date_trunc(''hour'', %2$I, ''UTC''), count(*)::int from new_rows group by 1, 2
+       on conflict (city_id, hour) do update set n = h.n + excluded.n', v_counts, v_at);
+  end if;
+  return null;
+end
+$$;
+
+-- The four statement triggers (transition tables need one trigger per event) of one count table.
+create or replace function private.city_hours_triggers(p_table text, p_counts text, p_at text) returns void
+  language plpgsql
+as $$
+declare
+  v_call text := format('execute function private.city_hours_sync(%L, %L)', p_counts, p_at);
+  v_name text := p_counts || '_sync';
+begin
+  execute format('create or replace trigger %I after insert on private.%I referencing new table as new_rows for each statement %s', v_name || '_ins', p_table, v_call);
+  execute format('create or replace trigger %I after update on private.%I referencing old table as old_rows new table as new_rows for each statement %s', v_name || '_upd', p_table, v_call);
+  execute format('create or replace trigger %I after delete on private.%I referencing old table as old_rows for each statement %s', v_name || '_del', p_table, v_call);
+  execute format('create or replace trigger %I after truncate on private.%I for each statement %s', v_name || '_trunc', p_table, v_call);
+end
+$$;

@@ -41,16 +41,20 @@ create or replace function private.bars_page_nearest(
   language plpgsql stable
 as $$
 declare
+  v_ids bigint[];
+  v_ds double precision[];
   v_page bigint[];
   v_sort text;
   v_bitmap text;
   v_jit text;
 begin
   -- Nearest first: a KNN walk of bars_geo (ORDER BY the distance operator alone;
-  -- "b.id" as a second key would turn it into a sort of every bar in range),
-  -- plus any bar tied at the distance of the last one, then ordered by
-  -- distance, id. The planner misjudges the box (a fixed selectivity) and
-  -- would rather sort, so sorting and bitmap scans are off for this statement.
+  -- "b.id" as a second key would turn it into a sort of every bar in range) of
+  -- one bar more than the page, ordered by distance, id. When that extra bar is
+  -- farther than the page's last, no bar outside the walk ties with it and the
+  -- page is the walk's first p_limit; else (a tie at the edge, rare) the bars at
+  -- the edge's distance are collected too. The planner misjudges the box (a fixed
+  -- selectivity) and would rather sort, so sorting and bitmap scans are off here.
   v_sort := current_setting('enable_sort');
   v_bitmap := current_setting('enable_bitmapscan');
   v_jit := current_setting('jit');
@@ -58,45 +62,36 @@ begin
   -- disabled plan types inflate the cost estimate past jit_above_cost: a JIT compile costs ~1 s
   perform set_config('jit', 'off', true);
   if p_radius_m is not null then
-    with knn as (
+    select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
       select b.id, b.geo <-> p_center as d from private.bars b
       where earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m
         and (p_category_id is null or exists (
               select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
         and (p_box is null or b.location <@ p_box)
-      order by b.geo <-> p_center limit p_limit
-    ),
-    edge as (select max(d) as d, count(*) as n from knn),
-    ties as (
-      select b.id, b.geo <-> p_center as d from private.bars b, edge
-      where edge.n = p_limit
-        and earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m
-        and (p_category_id is null or exists (
-              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
-        and (p_box is null or b.location <@ p_box)
-        and earth_box(p_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> p_center) = edge.d
-    )
-    select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
-    into v_page;
+      order by b.geo <-> p_center limit p_limit + 1) k;
   else
-    with knn as (
+    select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
       select b.id, b.geo <-> p_center as d from private.bars b
       where (p_category_id is null or exists (
               select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
         and (p_box is null or b.location <@ p_box)
-      order by b.geo <-> p_center limit p_limit
-    ),
-    edge as (select max(d) as d, count(*) as n from knn),
-    ties as (
-      select b.id, b.geo <-> p_center as d from private.bars b, edge
-      where edge.n = p_limit
-        and (p_category_id is null or exists (
-              select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
-        and (p_box is null or b.location <@ p_box)
-        and earth_box(p_center, sec_to_gc(edge.d) + 1) @> b.geo and (b.geo <-> p_center) = edge.d
-    )
-    select array(select u.id from (select * from knn union select * from ties) u order by u.d, u.id limit p_limit)
-    into v_page;
+      order by b.geo <-> p_center limit p_limit + 1) k;
+  end if;
+  if coalesce(cardinality(v_ds), 0) <= p_limit or v_ds[p_limit + 1] > v_ds[p_limit] then
+    v_page := coalesce(v_ids[1:p_limit], '{}');
+  else
+    -- a tie at the edge: every bar at the edge's distance, by id
+    v_page := array(
+      select u.id from (
+        select k.id, k.d from unnest(v_ids, v_ds) k(id, d) where k.d < v_ds[p_limit]
+        union all
+        select b.id, b.geo <-> p_center from private.bars b
+        where earth_box(p_center, sec_to_gc(v_ds[p_limit]) + 1) @> b.geo and (b.geo <-> p_center) = v_ds[p_limit]
+          and (p_radius_m is null or earth_distance(p_center, b.geo) <= p_radius_m)
+          and (p_category_id is null or exists (
+                select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
+          and (p_box is null or b.location <@ p_box)) u
+      order by u.d, u.id limit p_limit);
   end if;
   perform set_config('enable_sort', v_sort, true), set_config('enable_bitmapscan', v_bitmap, true),
           set_config('jit', v_jit, true);

@@ -6,15 +6,21 @@
 -- bars page and its total, applied before pagination.
 -- plpgsql with static SQL: one statement per shape (group or city, filtered or not).
 
--- Old signature (v1.0, without the v1.1 filters).
+-- Old signatures (v1.0, without the v1.1 filters; v1.1, without events_today_limit).
 drop function if exists api.bars_by_city(text, text, text, integer, integer, timestamptz);
+drop function if exists api.bars_by_city(text, text, text, integer, integer, timestamptz,
+  boolean, timestamptz, integer[], numeric, text[]);
+-- Until v1.3 events_today was stored as one json text (now an array of its events).
+drop function if exists private.city_events_today_build(bigint, text, date);
+drop function if exists private.city_events_today(private.cities, date);
 
 -------------------------------------------------------------------------------
 -- events_today of a whole city: a fragment per city and local day
 -------------------------------------------------------------------------------
--- (tables in committed migration 000006). The largest city has ~1,160 events a
--- day (~600 KB of json); building them costs ~tens of ms, so the built fragment
--- is kept and served until the city's version moves on.
+-- (tables in committed migrations 000006 and 000013). The largest city has ~1,200
+-- events a day (~300 KB of json); building them costs ~tens of ms, so the built
+-- fragment (an array of the events' json, so that events_today_limit slices it
+-- and events_today_total counts it) is kept and served until the city's version moves on.
 --
 -- Correctness under concurrency (READ COMMITTED; each statement below takes a
 -- new snapshot): the reader reads the city's version BEFORE the snapshot that
@@ -24,13 +30,13 @@ drop function if exists api.bars_by_city(text, text, text, integer, integer, tim
 -- current version and is rebuilt by the next reader. Storing is skipped on a
 -- read-only connection (a replica): the fragment is then built per request.
 
--- The events of one city starting on its local day `p_day` (the json of
+-- The events of one city starting on its local day `p_day`, in order (the items of
 -- events_today); the one definition of that list.
 create or replace function private.city_events_today_build(p_city_id bigint, p_time_zone text, p_day date)
-  returns json
+  returns json[]
   language sql stable
 as $$
-  select coalesce(json_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '[]'::json)
+  select coalesce(array_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '{}')
   from private.events e join private.bars b on b.id = e.bar_id
   where e.city_id = p_city_id
     and e.start_at >= private.local_day_start(p_day, p_time_zone)
@@ -38,33 +44,40 @@ as $$
 $$;
 
 create or replace function private.city_events_today(p_city private.cities, p_day date)
-  returns json
+  returns json[]
   language plpgsql volatile
 as $$
 declare
   v_version bigint;
-  v_body json;
+  v_items json[];
 begin
   v_version := coalesce((select v.version from private.city_events_version v where v.city_id = p_city.id), 0);
-  select f.body into v_body from private.city_events_today f
+  select f.items into v_items from private.city_events_today f
   where f.city_id = p_city.id and f.day = p_day and f.version = v_version;
   if found then
-    return v_body;
+    return v_items;
   end if;
-  v_body := private.city_events_today_build(p_city.id, p_city.time_zone, p_day);
+  v_items := private.city_events_today_build(p_city.id, p_city.time_zone, p_day);
   if not current_setting('transaction_read_only')::boolean then
     begin
-      insert into private.city_events_today as f (city_id, day, version, body)
-      values (p_city.id, p_day, v_version, v_body)
-      on conflict (city_id, day) do update set version = excluded.version, body = excluded.body
+      insert into private.city_events_today as f (city_id, day, version, items)
+      values (p_city.id, p_day, v_version, v_items)
+      on conflict (city_id, day) do update set version = excluded.version, items = excluded.items
         where f.version < excluded.version;
       delete from private.city_events_today f where f.city_id = p_city.id and f.day < p_day - 1;
     exception when read_only_sql_transaction or lock_not_available or serialization_failure then
       null;  -- serving does not depend on the store
     end;
   end if;
-  return v_body;
+  return v_items;
 end
+$$;
+
+-- events_today as served: the first p_limit items (all of them when p_limit is null, the v1 default).
+create or replace function private.events_today_json(p_items json[], p_limit integer) returns json
+  language sql immutable
+as $$
+  select array_to_json(case when p_limit is null then p_items else p_items[1:p_limit] end)
 $$;
 
 -- A new version for every city whose events_today may have changed.
@@ -214,7 +227,8 @@ create or replace function api.bars_by_city(
   p_open_at timestamptz default null,
   p_price_levels integer[] default null,
   p_min_rating numeric default null,
-  p_statuses text[] default null
+  p_statuses text[] default null,
+  p_events_today_limit integer default null  -- null: all of them (v1)
 ) returns json
   language plpgsql volatile security definer  -- volatile: stores the events_today fragment
   set search_path = private, public, pg_temp
@@ -233,6 +247,7 @@ declare
   v_matches bigint[];
   v_minute_now integer;  -- the city's minute of the week now and at p_open_at, computed once: per row,
   v_minute_at integer;   -- a generic plan converted the time zone for each of NYC's 47,000 bars (50 ms)
+  v_events json[];
 begin
   select * into v_city from private.find_city(p_state, p_city);
   if not found then return null; end if;
@@ -257,18 +272,20 @@ begin
         select bg.bar_id from private.bar_groups bg join private.bars b on b.id = bg.bar_id
         where bg.group_id = v_group_id and b.city_id = v_city.id);
     end if;
+    v_events := array(
+      select private.event_with_bar_json(e, b)
+      from private.events e join private.bars b on b.id = e.bar_id
+      where e.bar_id = any (v_members)
+        and e.start_at >= private.local_day_start(v_local::date, v_city.time_zone)
+        and e.start_at < private.local_day_start(v_local::date + 1, v_city.time_zone)
+      order by e.start_at, e.id);
     return json_build_object(
       'city', private.city_json(v_city),
       'bars', (
         select coalesce(json_agg(r.body order by u.n), '[]'::json)
         from unnest(v_page) with ordinality u(id, n)
         cross join lateral private.bar_list_row(u.id, p_now) r),
-      'events_today', (
-        select coalesce(json_agg(private.event_with_bar_json(e, b) order by e.start_at, e.id), '[]'::json)
-        from private.events e join private.bars b on b.id = e.bar_id
-        where e.bar_id = any (v_members)
-          and e.start_at >= private.local_day_start(v_local::date, v_city.time_zone)
-          and e.start_at < private.local_day_start(v_local::date + 1, v_city.time_zone)),
+      'events_today', private.events_today_json(v_events, p_events_today_limit),
       'busiest_bars', (
         select coalesce(json_agg(json_build_object('id', t.bar_id::text, 'name', t.name, 'current_intensity', t.current_intensity)
                                  order by t.current_intensity desc, t.name, t.bar_id), '[]'::json)
@@ -280,7 +297,8 @@ begin
           order by l.current_intensity desc, l.name, l.bar_id
           limit 5
         ) t),
-      'pagination', private.pagination_json(p_page, p_per_page, v_total));
+      'pagination', private.pagination_json(p_page, p_per_page, v_total),
+      'events_today_total', cardinality(v_events));  -- last: the server reads it off the end of the text
   end if;
 
   -- the filters need bars open at an instant: when few of the city's time zone are open then, its
@@ -324,19 +342,21 @@ begin
     v_total := coalesce((select k.n from private.city_bar_counts k where k.city_id = v_city.id), 0);
   end if;
 
+  v_events := private.city_events_today(v_city, v_local::date);
   return json_build_object(
     'city', private.city_json(v_city),
     'bars', (
       select coalesce(json_agg(r.body order by u.n), '[]'::json)
       from unnest(v_page) with ordinality u(id, n)
       cross join lateral private.bar_list_row(u.id, p_now) r),
-    'events_today', private.city_events_today(v_city, v_local::date),
+    'events_today', private.events_today_json(v_events, p_events_today_limit),
     'busiest_bars', private.city_busiest_bars(v_city.id, private.minute_of_week(v_local)),
-    'pagination', private.pagination_json(p_page, p_per_page, v_total));
+    'pagination', private.pagination_json(p_page, p_per_page, v_total),
+    'events_today_total', cardinality(v_events));  -- last: the server reads it off the end of the text
 end
 $$;
 
 revoke all on function api.bars_by_city(text, text, text, integer, integer, timestamptz,
-  boolean, timestamptz, integer[], numeric, text[]) from public;
+  boolean, timestamptz, integer[], numeric, text[], integer) from public;
 grant execute on function api.bars_by_city(text, text, text, integer, integer, timestamptz,
-  boolean, timestamptz, integer[], numeric, text[]) to bar_partner;
+  boolean, timestamptz, integer[], numeric, text[], integer) to bar_partner;

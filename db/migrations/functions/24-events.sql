@@ -15,6 +15,34 @@
 --                   5,252 rows instead of 124 for the largest city's largest
 --                   group, 41-69 ms instead of 0.6-3 ms.)
 
+-------------------------------------------------------------------------------
+-- private.city_event_hours (migration 000014): events per city and UTC hour of
+-- start, kept exact by statement triggers (00-common.sql city_hours_sync).
+-------------------------------------------------------------------------------
+select private.city_hours_triggers('events', 'city_event_hours', 'start_at');  -- 00-common.sql
+drop function if exists private.city_event_hours_sync();  -- its first version (before city_hours_sync)
+
+-- The number of a city's events starting in [p_lo, p_hi): the whole UTC hours inside the window
+-- from city_event_hours, the partial hours at its ends counted exactly (at most an hour each).
+create or replace function private.event_count(p_city_id bigint, p_lo timestamptz, p_hi timestamptz) returns bigint
+  language sql stable
+as $$
+  with b as (
+    select case when date_trunc('hour', p_lo, 'UTC') = p_lo then p_lo
+                else date_trunc('hour', p_lo, 'UTC') + interval '1 hour' end as ceil_lo,
+           date_trunc('hour', p_hi, 'UTC') as floor_hi)
+  select case
+    when b.ceil_lo >= b.floor_hi then
+      (select count(*) from private.events e where e.city_id = p_city_id and e.start_at >= p_lo and e.start_at < p_hi)
+    else
+      (select coalesce(sum(h.n), 0) from private.city_event_hours h
+       where h.city_id = p_city_id and h.hour >= b.ceil_lo and h.hour < b.floor_hi)
+      + (select count(*) from private.events e where e.city_id = p_city_id and e.start_at >= p_lo and e.start_at < b.ceil_lo)
+      + (select count(*) from private.events e where e.city_id = p_city_id and e.start_at >= b.floor_hi and e.start_at < p_hi)
+    end
+  from b
+$$;
+
 -- Full form of an event, with its bar (BarSummary in the city's name and state).
 create or replace function private.events_page_json(p_ids bigint[], p_city private.cities) returns json
   language sql stable
@@ -80,8 +108,7 @@ begin
       select e.id from private.events e
       where e.city_id = v_city.id and e.start_at >= v_lo and e.start_at < v_hi
       order by e.start_at, e.id limit p_per_page offset v_offset);
-    select count(*) into v_total from private.events e
-    where e.city_id = v_city.id and e.start_at >= v_lo and e.start_at < v_hi;
+    v_total := private.event_count(v_city.id, v_lo, v_hi);
   elsif p_group_slug is null then
     v_ids := array(
       select e.id from private.events e

@@ -2,39 +2,9 @@
 -- derived table private.city_post_hours (posts per city and UTC hour) that
 -- serves its totals and deep pages, shared with the feed (26-feed.sql).
 
--- Kept exact in the same transaction as the change; a bulk load pays one
--- set-based statement, not a trigger call per row.
-create or replace function private.city_post_hours_sync() returns trigger
-  language plpgsql
-as $$
-begin
-  if tg_op = 'TRUNCATE' then
-    truncate private.city_post_hours;
-    return null;
-  end if;
-  if tg_op in ('UPDATE', 'DELETE') then
-    update private.city_post_hours h set n = h.n - d.n
-    from (select city_id, date_trunc('hour', created_at, 'UTC') as hour, count(*)::int as n from old_rows group by 1, 2) d
-    where h.city_id = d.city_id and h.hour = d.hour;
-  end if;
-  if tg_op in ('UPDATE', 'INSERT') then
-    insert into private.city_post_hours as h (city_id, hour, n)
-    select city_id, date_trunc('hour', created_at, 'UTC'), count(*)::int from new_rows group by 1, 2
-    on conflict (city_id, hour) do update set n = h.n + excluded.n;
-  end if;
-  return null;
-end
-$$;
-
--- Transition tables need one trigger per event.
-create or replace trigger city_post_hours_sync_ins after insert on private.posts
-  referencing new table as new_rows for each statement execute function private.city_post_hours_sync();
-create or replace trigger city_post_hours_sync_upd after update on private.posts
-  referencing old table as old_rows new table as new_rows for each statement execute function private.city_post_hours_sync();
-create or replace trigger city_post_hours_sync_del after delete on private.posts
-  referencing old table as old_rows for each statement execute function private.city_post_hours_sync();
-create or replace trigger city_post_hours_sync_trunc after truncate on private.posts
-  for each statement execute function private.city_post_hours_sync();
+-- Kept exact by statement triggers (00-common.sql city_hours_sync).
+select private.city_hours_triggers('posts', 'city_post_hours', 'created_at');
+drop function if exists private.city_post_hours_sync();  -- its first version (migration 000002)
 
 -- The window [lo, hi) splits into a partial first hour, whole UTC hours and a
 -- partial last hour; whole hours come from city_post_hours, partial ones are

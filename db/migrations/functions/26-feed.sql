@@ -21,8 +21,13 @@ declare
 begin
   select * into v_city from private.find_city(p_state, p_city);
   if not found then return null; end if;
-  select s.part_hi, s.skip into v_start, v_skip
-  from private.post_page_start(v_city.id, '-infinity', 'infinity', (p_page - 1)::bigint * p_per_page) s;
+  if p_page = 1 then  -- the newest posts: no page start to find (it walks the city's post hours)
+    v_start := 'infinity';
+    v_skip := 0;
+  else
+    select s.part_hi, s.skip into v_start, v_skip
+    from private.post_page_start(v_city.id, '-infinity', 'infinity', (p_page - 1)::bigint * p_per_page) s;
+  end if;
 
   return json_build_object(
     'city', private.city_json(v_city),
@@ -56,8 +61,13 @@ begin
       ) e
       join private.bars b on b.id = e.bar_id),
     'posts_pagination', private.pagination_json(p_page, p_per_page, private.post_count(v_city.id, '-infinity', 'infinity')),
+    -- events ending after now: those starting after now (city_event_hours, 24-events.sql), and those
+    -- running now (started within the longest event's duration before now)
     'events_pagination', private.pagination_json(1, p_per_page,
-      (select count(*) from private.events e where e.city_id = v_city.id and e.end_at > p_now)));
+      private.event_count(v_city.id, p_now, 'infinity')
+      + (select count(*) from private.events e
+         where e.city_id = v_city.id and e.start_at < p_now and e.end_at > p_now
+           and e.start_at > p_now - (select max(x.end_at - x.start_at) from private.events x))));
 end
 $$;
 

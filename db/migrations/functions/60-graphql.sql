@@ -48,6 +48,36 @@ $$;
 
 revoke all on function api.graphql_events(text[]) from public;
 
+-- City.eventsToday and City.busiestBars: what GET bars_by_city's page carries besides its bars
+-- (functions/23-bars-by-city.sql), from the same helpers, without a page of bars.
+create or replace function api.graphql_city_highlights(
+  p_state text,
+  p_city text,
+  p_now timestamptz default now(),
+  p_events_today_limit integer default null  -- null: all of them
+) returns json
+  language plpgsql volatile security definer  -- volatile: stores the events_today fragment
+  set search_path = private, public, pg_temp
+  set jit = off
+as $$
+declare
+  v_city private.cities;
+  v_local timestamp;
+  v_events json[];
+begin
+  select * into v_city from private.find_city(p_state, p_city);
+  if not found then return null; end if;
+  v_local := p_now at time zone v_city.time_zone;
+  v_events := private.city_events_today(v_city, v_local::date);
+  return json_build_object(
+    'city', private.city_json(v_city),
+    'events_today', private.events_today_json(v_events, p_events_today_limit),
+    'events_today_total', cardinality(v_events),
+    'busiest_bars', private.city_busiest_bars(v_city.id, private.minute_of_week(v_local)));
+end
+$$;
+
+revoke all on function api.graphql_city_highlights(text, text, timestamptz, integer) from public;
 
 -- The role the GraphQL endpoint runs as (created in the graphql migration) may execute only what
 -- the schema serves, whatever their signatures are. (Before that migration has run there is
@@ -61,7 +91,8 @@ begin
     select p.oid::regprocedure from pg_proc p
     where p.pronamespace = 'api'::regnamespace
       and p.proname in ('bar', 'bars', 'bars_by_city', 'events', 'posts', 'feed', 'search',
-                        'categories', 'cities', 'groups', 'graphql_bar_posts', 'graphql_events')
+                        'categories', 'cities', 'groups', 'graphql_bar_posts', 'graphql_events',
+                        'graphql_city_highlights')
   loop
     execute format('grant execute on function %s to bar_partner_graphql', f);
   end loop;

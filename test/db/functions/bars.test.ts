@@ -60,20 +60,30 @@ describe('api.bars', () => {
     await sql.run(async (tx) => {
       const { chicago, owl } = await city(tx);
       const twins = [];
-      for (let i = 0; i < 3; i++)
+      for (let i = 0; i < 6; i++)
         twins.push(String(await tx.fx.bar(chicago, { name: 'Twin', latitude: 41.9, longitude: -87.6 })));
+      // (the walk of bars_geo returns six equal distances out of id order: the page must still be by id)
       const byName = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars()');
       expect(ids(byName)).toEqual([owl, ...twins]);
-      const nearest = (limit: number) =>
-        tx.call<{ bars: Bar[] }>(
-          'bar_partner',
-          'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_limit => $1)',
-          [limit],
-        );
-      expect(ids(await nearest(1))).toEqual([twins[0]]);
-      expect(ids(await nearest(2))).toEqual(twins.slice(0, 2));
-      expect(ids(await nearest(4))).toEqual([...twins, owl]);
-      expect(ids(await nearest(100))).toEqual([...twins, owl]);
+      // The walk reads one bar more than the page: a tie at the page's edge (limits 1-5) collects every
+      // bar at that distance; at limit 6 the extra bar (owl) is farther, so the walk alone is the page.
+      for (const radius of [null, 5]) {
+        const nearest = (limit: number) =>
+          tx.call<{ bars: Bar[] }>(
+            'bar_partner',
+            'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $2, p_limit => $1)',
+            [limit, radius],
+          );
+        for (let limit = 1; limit <= 6; limit++) expect(ids(await nearest(limit))).toEqual(twins.slice(0, limit));
+        expect(ids(await nearest(7))).toEqual([...twins, owl]);
+        expect(ids(await nearest(100))).toEqual([...twins, owl]);
+      }
+      // a radius that ends between the twins and the owl (about 3.3 km apart)
+      const within = await tx.call<{ bars: Bar[] }>(
+        'bar_partner',
+        'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => 1, p_limit => 2)',
+      );
+      expect(ids(within)).toEqual(twins.slice(0, 2));
     });
   });
 

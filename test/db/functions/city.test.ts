@@ -91,6 +91,99 @@ describe('api.bars_by_city', () => {
     });
   });
 
+  describe('events_today_limit and events_today_total (v1.3)', () => {
+    // five events today (Monday, local) at different bars, in start order e1..e5, and one tomorrow
+    async function fiveToday(tx: Tx) {
+      const c = await chicago(tx);
+      const ids: number[] = [];
+      for (const [i, name] of ['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo'].entries()) {
+        const id = Number(await c.bar(name, 10 + i));
+        ids.push(id);
+        const start = `2026-11-24T0${i}:00:00Z`; // Monday 18:00..22:00 local
+        await tx.fx.event(id, { title: `e${i + 1}`, start_at: start, end_at: '2026-11-24T05:30:00Z' });
+      }
+      await tx.fx.event(ids[0]!, {
+        title: 'tomorrow',
+        start_at: '2026-11-24T07:00:00Z',
+        end_at: '2026-11-24T08:00:00Z',
+      });
+      return { ...c, ids };
+    }
+    interface Side {
+      events_today: Named[];
+      events_today_total: number;
+      busiest_bars: Named[];
+      city: { name: string };
+    }
+    const names = (r: Side) => r.events_today.map((e) => e.name);
+    const byCity = (tx: Tx, limit: number | null, group: string | null = null) =>
+      tx.call<Side>(
+        'bar_partner',
+        "select api.bars_by_city('IL', 'Chicago', p_group_slug => $1, p_events_today_limit => $2, p_now => $3)",
+        [group, limit, MONDAY_0100_CHICAGO],
+      );
+
+    test('the first N of the day in start order; the total counts them all; null or a large limit gives all', async () => {
+      await sql.run(async (tx) => {
+        await fiveToday(tx);
+        const all = await byCity(tx, null);
+        expect(names(all)).toEqual(['e1', 'e2', 'e3', 'e4', 'e5']);
+        expect(all.events_today_total).toBe(5);
+        const two = await byCity(tx, 2);
+        expect(names(two)).toEqual(['e1', 'e2']);
+        expect(two.events_today_total).toBe(5);
+        expect(names(await byCity(tx, 5))).toEqual(names(all));
+        expect(names(await byCity(tx, 1000))).toEqual(names(all));
+        // the stored fragment serves the next call: still sliced, still counted
+        const again = await byCity(tx, 3);
+        expect([names(again), again.events_today_total]).toEqual([['e1', 'e2', 'e3'], 5]);
+      });
+    });
+
+    test('a group: its members events, sliced and counted the same way', async () => {
+      await sql.run(async (tx) => {
+        const { city, ids } = await fiveToday(tx);
+        await tx.fx.group(city, 'west', [ids[1]!, ids[3]!, ids[4]!]);
+        const g = await byCity(tx, 2, 'west');
+        expect(names(g)).toEqual(['e2', 'e4']);
+        expect(g.events_today_total).toBe(3);
+        expect((await byCity(tx, null, 'west')).events_today_total).toBe(3);
+      });
+    });
+
+    test('a city without events today: [] and 0', async () => {
+      await sql.run(async (tx) => {
+        await chicago(tx);
+        const r = await byCity(tx, 10);
+        expect([r.events_today, r.events_today_total]).toEqual([[], 0]);
+      });
+    });
+
+    test('api.graphql_city_highlights is the page side data of bars_by_city, without a page of bars', async () => {
+      await sql.run(async (tx) => {
+        await fiveToday(tx);
+        for (const limit of [null, 2]) {
+          const page = await byCity(tx, limit);
+          const side = await tx.call<Side & { bars?: unknown }>(
+            'bar_partner_graphql',
+            "select api.graphql_city_highlights('il', 'chicago', p_now => $1, p_events_today_limit => $2)",
+            [MONDAY_0100_CHICAGO, limit],
+          );
+          expect(side.bars).toBeUndefined();
+          expect(side).toEqual({
+            city: page.city,
+            events_today: page.events_today,
+            events_today_total: page.events_today_total,
+            busiest_bars: page.busiest_bars,
+          });
+        }
+        expect(
+          await tx.call('bar_partner_graphql', "select api.graphql_city_highlights('IL', 'Springfield')"),
+        ).toBeNull();
+      });
+    });
+  });
+
   test('an unknown city is null (404), whatever the filters', async () => {
     await sql.run(async (tx) => {
       await chicago(tx);
@@ -98,6 +191,70 @@ describe('api.bars_by_city', () => {
         await tx.call('bar_partner', "select api.bars_by_city('IL', 'Springfield', p_open_now => true)"),
       ).toBeNull();
       expect(await tx.call('bar_partner', "select api.events('WI', 'Chicago')")).toBeNull();
+    });
+  });
+});
+
+describe('private.event_count and city_event_hours (the totals of GET events and the feed)', () => {
+  const recomputed = `
+    select count(*)::int as n from (
+      (select city_id, hour, n from private.city_event_hours where n <> 0
+       except select city_id, date_trunc('hour', start_at, 'UTC'), count(*)::int from private.events group by 1, 2)
+      union all
+      (select city_id, date_trunc('hour', start_at, 'UTC'), count(*)::int from private.events group by 1, 2
+       except select city_id, hour, n from private.city_event_hours where n <> 0)) x`;
+
+  test('equals count(*) for windows on and off hour boundaries, within one hour and open-ended', async () => {
+    await sql.run(async (tx) => {
+      const { city, bar } = await chicago(tx);
+      const id = Number(await bar('Stage', 50));
+      const starts = [
+        '2026-11-23T10:00:00Z',
+        '2026-11-23T10:59:59Z',
+        '2026-11-23T11:30:00Z',
+        '2026-11-23T13:00:00Z',
+        '2026-11-23T13:00:00.000001Z',
+        '2026-11-24T02:15:00Z',
+        '2026-12-20T00:00:00Z',
+      ];
+      for (const [i, start] of starts.entries()) {
+        await tx.fx.event(id, { title: `e${i}`, start_at: start, end_at: '2026-12-31T00:00:00Z' });
+      }
+      const windows: [string, string][] = [
+        ['2026-11-23T10:00:00Z', '2026-11-23T13:00:00Z'],
+        ['2026-11-23T10:30:00Z', '2026-11-23T13:00:00.000001Z'],
+        ['2026-11-23T10:59:59Z', '2026-11-23T11:00:00Z'],
+        ['2026-11-23T11:10:00Z', '2026-11-23T11:50:00Z'],
+        ['2026-11-23T09:00:00Z', '2026-12-20T00:00:00Z'],
+        ['2026-11-23T12:00:00Z', 'infinity'],
+        ['-infinity', '2026-11-24T02:15:00.000001Z'],
+        ['2026-11-23T10:00:00.5Z', '2026-11-23T10:00:00.5Z'],
+      ];
+      for (const [lo, hi] of windows) {
+        const [row] = await tx.query(
+          `select private.event_count($1, $2, $3)::int as fast,
+                  (select count(*)::int from private.events where city_id = $1 and start_at >= $2 and start_at < $3) as slow`,
+          [city, lo, hi],
+        );
+        expect([lo, hi, row!.fast]).toEqual([lo, hi, row!.slow]);
+      }
+      expect((await tx.query(recomputed))[0]!.n).toBe(0);
+    });
+  });
+
+  test('the hours stay exact through updates (a start moved to another hour) and deletes', async () => {
+    await sql.run(async (tx) => {
+      const { bar } = await chicago(tx);
+      const id = Number(await bar('Stage', 50));
+      for (let i = 0; i < 6; i++) {
+        await tx.fx.event(id, { title: `e${i}`, start_at: `2026-11-23T1${i}:20:00Z`, end_at: '2026-12-31T00:00:00Z' });
+      }
+      await tx.query(`update private.events set start_at = start_at + interval '3 hours' where title in ('e0', 'e1')`);
+      expect((await tx.query(recomputed))[0]!.n).toBe(0);
+      await tx.query(`delete from private.events where title in ('e2', 'e5')`);
+      expect((await tx.query(recomputed))[0]!.n).toBe(0);
+      await tx.query(`update private.events set title = 'renamed' where title = 'e3'`); // same hour: unchanged
+      expect((await tx.query(recomputed))[0]!.n).toBe(0);
     });
   });
 });
@@ -216,6 +373,8 @@ describe('privileges', () => {
     ['bar_operator', "select api.events('IL', 'Chicago')"],
     ['bar_operator', "select api.posts('IL', 'Chicago')"],
     ['bar_operator', "select api.feed('IL', 'Chicago')"],
+    ['bar_operator', "select api.graphql_city_highlights('IL', 'Chicago')"],
+    ['bar_partner', "select api.graphql_city_highlights('IL', 'Chicago')"], // GraphQL's own read
     ['bar_partner', 'select * from private.events'],
     ['bar_partner', 'select * from private.posts'],
     ['bar_partner', "select private.city_events_today(1, '2026-11-23')"],

@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { fixtures, type Fixtures } from '../../support/fixtures';
 
 /** 'owner': the migrations' role (the admin CLI, the function owner). */
-export type Role = 'bar_partner' | 'bar_operator' | 'owner';
+export type Role = 'bar_partner' | 'bar_partner_graphql' | 'bar_operator' | 'owner';
 
 export interface Tx {
   /** As the owner (fixtures, private helpers: they run inside the api functions as the owner). */

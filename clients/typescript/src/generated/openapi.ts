@@ -59,7 +59,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Bars of a city, today's events and the busiest open bars */
+        /**
+         * Bars of a city, today's events and the busiest open bars
+         * @description Bars of a city, today's events and the busiest open bars
+         *
+         *     **GET /bars_by_city/{state}/{city} default of events_today_limit**: Deprecated since 2026-11-25, removed on 2027-05-25: send events_today_limit (1-1,000) for more than 100 of events_today; events_today_total counts them all (/api/v1/partner/changelog)
+         */
         get: operations["barsByCity"];
         put?: never;
         post?: never;
@@ -1305,6 +1310,12 @@ export interface components {
         "X-RateLimit-Remaining-Month": number;
         /** @description end of the window of the UTC calendar month (Unix seconds) */
         "X-RateLimit-Reset-Month": number;
+        /** @description RFC 9745: when the endpoint, parameter or field this request used was deprecated, `@<Unix seconds>` */
+        Deprecation: string;
+        /** @description RFC 8594: when it stops working (HTTP-date); from then on the request gets 410 */
+        Sunset: string;
+        /** @description with a deprecation: `<changelog entry URL>; rel="deprecation"` (RFC 9745) */
+        Link: string;
     };
     pathItems: never;
 }
@@ -1640,6 +1651,8 @@ export interface operations {
                 page?: number;
                 /** @description items per page */
                 per_page?: number;
+                /** @description at most this many of events_today (1–1,000); absent: all of them until 2027-05-25, then 100 (see the changelog) The default becomes 100: Deprecated since 2026-11-25, removed on 2027-05-25: send events_today_limit (1-1,000) for more than 100 of events_today; events_today_total counts them all (/api/v1/partner/changelog) */
+                events_today_limit?: number;
             };
             header?: never;
             path: {
@@ -1683,6 +1696,9 @@ export interface operations {
                     "X-RateLimit-Reset-Month": number;
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1691,6 +1707,8 @@ export interface operations {
                         bars: components["schemas"]["Bar"][];
                         events_today: components["schemas"]["EventWithBar"][];
                         busiest_bars: components["schemas"]["BusiestBar"][];
+                        /** @description v1.3: the number of the city's (or group's) events today; events_today holds the first events_today_limit of them */
+                        events_today_total: number;
                         pagination: components["schemas"]["Pagination"];
                     };
                 };
@@ -1726,6 +1744,9 @@ export interface operations {
                     "X-RateLimit-Reset-Month": number;
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content?: never;
