@@ -1,12 +1,18 @@
 /**
  * The ceiling of this stack: node:http + pg, no express, no auth, no limiter,
  * no logging. GET /<endpoint> calls that endpoint's api function with its
- * fixed parameters (BENCH_FIXED: {name: {sql, values}}) and writes the JSON.
+ * fixed parameters (BENCH_FIXED: {name: {sql, values}}) and writes the JSON;
+ * GET /<name> of BENCH_CANNED ({name: {status, headers, body}}) writes that
+ * answer as it is (the floor of any answer node:http gives, e.g. a 429).
  */
 import http from 'node:http';
 import { createPool } from '../server/db/pools';
 
 const fixed = JSON.parse(process.env.BENCH_FIXED ?? '{}') as Record<string, { sql: string; values: unknown[] }>;
+const canned = JSON.parse(process.env.BENCH_CANNED ?? '{}') as Record<
+  string,
+  { status: number; headers: Record<string, string>; body: string }
+>;
 const pool = createPool(process.env.DATABASE_URL!, {
   max: Number(process.env.PG_POOL_MAX ?? 10),
   role: 'bar_partner',
@@ -17,7 +23,13 @@ const pool = createPool(process.env.DATABASE_URL!, {
 const named = process.env.BENCH_NAMED === '1';
 
 const server = http.createServer((req, res) => {
-  const call = fixed[(req.url ?? '/').slice(1).split('?')[0]!];
+  const name = (req.url ?? '/').slice(1).split('?')[0]!;
+  const answer = canned[name];
+  if (answer) {
+    res.writeHead(answer.status, answer.headers).end(answer.body);
+    return;
+  }
+  const call = fixed[name];
   if (!call) {
     res.writeHead(404).end();
     return;

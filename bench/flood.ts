@@ -8,7 +8,10 @@
  * 429s (after its first request every answer should be a 429 answered in
  * process: no Redis, no PostgreSQL), Redis commands per measured request, and
  * what one 429 costs the server in CPU (the flood key alone at autocannon's max
- * rate, before the measured runs), hence how many cores `--flood-rate` takes.
+ * rate, before the measured runs), hence how many cores `--flood-rate` takes,
+ * and the floor under it: the same 429 (captured: status, headers, body) given
+ * as it is by node:http alone (the bare server), with the load generator's CPU
+ * per request beside both.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -20,7 +23,7 @@ import { track } from './children';
 import { median, medianRange } from './environment';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
-import { cpuSeconds, startFullServer } from './servers';
+import { cpuUsOf, startBareServer, startFullServer, withCpu, type CannedAnswer } from './servers';
 import { issueKeyOnPlan } from './setup';
 import type { Endpoint } from './workload';
 
@@ -91,6 +94,8 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   const paced = { quiet: [] as LoadResult[], flooded: [] as LoadResult[] };
   const floods: LoadResult[] = [];
   const floodAlone: LoadResult[] = [];
+  const floor: LoadResult[] = [];
+  let canned429: CannedAnswer | undefined;
   let rate: number;
   let redisQuiet = 0;
   let redisFlooded = 0;
@@ -101,20 +106,18 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
       await fetch(`${server.url}${floodPath}`, { headers: { authorization: `Bearer ${key}` } });
     // What one 429 costs the server: the flood alone at its max rate, CPU from /proc (Linux).
     const floodHeaders = { authorization: `Bearer ${key}` };
-    for (let run = 0; run < args.runs; run++) {
-      const before = cpuSeconds(server.pid);
-      const alone = await runLoad({
-        url: server.url,
-        nextPath: () => floodPath,
-        connections: args.connections,
-        duration: args.duration,
-        headers: floodHeaders,
-      });
-      const after = cpuSeconds(server.pid);
-      if (before !== undefined && after !== undefined && alone.total > 0)
-        alone.cpuUsPerRequest = ((after - before) * 1e6) / alone.total;
-      floodAlone.push(alone);
-    }
+    const aloneRun = (url: string, pathOf: string, pid: number | undefined) =>
+      withCpu(pid, () =>
+        runLoad({
+          url,
+          nextPath: () => pathOf,
+          connections: args.connections,
+          duration: args.duration,
+          headers: floodHeaders,
+        }),
+      );
+    for (let run = 0; run < args.runs; run++) floodAlone.push(await aloneRun(server.url, floodPath, server.pid));
+    canned429 = await capture(`${server.url}${floodPath}`, floodHeaders);
     for (let run = 0; run < args.runs; run++) {
       let before = await redisCommands(redis);
       const quiet = await runLoad({
@@ -147,6 +150,30 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     redis.disconnect();
     await server.stop();
   }
+  if (canned429) {
+    // The floor: the same 429 from node:http alone (after the full server stopped: one server at a time).
+    const bare = await startBareServer({
+      databaseUrl: args.databaseUrl,
+      poolMax: 1,
+      fixed: {},
+      canned: { flood429: canned429 },
+    });
+    try {
+      for (let run = 0; run < args.runs; run++) {
+        const r = await withCpu(bare.pid, () =>
+          runLoad({
+            url: bare.url,
+            nextPath: () => '/flood429',
+            connections: args.connections,
+            duration: args.duration,
+          }),
+        );
+        floor.push(r);
+      }
+    } finally {
+      await bare.stop();
+    }
+  }
   const rps = (r: LoadResult[]) => medianRange(r.map((x) => x.rps));
   const p99 = (r: LoadResult[]) =>
     medianRange(
@@ -172,15 +199,43 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   console.log(
     `\nflood reached ${medianRange(floods.map((f) => f.rps))} req/s; ${answered} answered, ${refused} of them non-2xx (429s), ${floods.reduce((n, f) => n + f.errors, 0)} errors`,
   );
-  const cpu = floodAlone.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+  const cpu = cpuUsOf(floodAlone);
   if (cpu.length) {
     const us = median(cpu);
     console.log(
       `the flood alone (autocannon, ${args.connections} connections): ${medianRange(floodAlone.map((r) => r.rps))} req/s, ` +
         `${floodAlone.reduce((n, r) => n + r.non2xx, 0)} non-2xx of ${floodAlone.reduce((n, r) => n + r.total, 0)}; ` +
         `the server's CPU per 429: ${medianRange(cpu)} µs, so ${args.floodRate} req/s of 429s take ` +
-        `${((us * args.floodRate) / 1e6).toFixed(2)} cores of the server's alone`,
+        `${((us * args.floodRate) / 1e6).toFixed(2)} cores of the server's alone; the load generator's CPU per request: ` +
+        `${clientRange(floodAlone)} µs`,
     );
   }
-  return { measured: measured.name, rate, runs, paced, floods, floodAlone, redisQuiet, redisFlooded };
+  const floorUs = cpuUsOf(floor);
+  if (floorUs.length) {
+    const us = median(floorUs);
+    console.log(
+      `the floor: the same 429 (status, ${Object.keys(canned429!.headers).length} headers, body) from node:http alone: ` +
+        `${medianRange(floor.map((r) => r.rps))} req/s, CPU per answer ${medianRange(floorUs)} µs ` +
+        `(${((us * args.floodRate) / 1e6).toFixed(2)} cores at ${args.floodRate} req/s); the load generator's: ${clientRange(floor)} µs`,
+    );
+  }
+  return { measured: measured.name, rate, runs, paced, floods, floodAlone, floor, canned429, redisQuiet, redisFlooded };
+}
+
+/** The load generator's CPU µs per request of the runs, median (min–max). */
+function clientRange(runs: LoadResult[]): string {
+  const us = runs.flatMap((r) => (r.clientCpuUsPerRequest === undefined ? [] : [r.clientCpuUsPerRequest]));
+  return us.length ? medianRange(us) : 'n/a';
+}
+
+/** One answer as it came (status, headers but those node:http writes itself, body), to be given again as it is. */
+export async function capture(url: string, headers: Record<string, string>): Promise<CannedAnswer> {
+  // identity, as autocannon asks (fetch would ask for gzip and decode it)
+  const res = await fetch(url, { headers: { accept: 'application/json', 'accept-encoding': 'identity', ...headers } });
+  const kept: Record<string, string> = {};
+  const own = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
+  res.headers.forEach((value, name) => {
+    if (!own.has(name)) kept[name] = value;
+  });
+  return { status: res.status, headers: kept, body: await res.text() };
 }

@@ -13,6 +13,8 @@ export interface LoadResult {
   total: number;
   /** The server process's CPU time per answered request, in µs (the full-vs-bare runs). */
   cpuUsPerRequest?: number;
+  /** This process's (the load generator's) CPU time per answered request, in µs. */
+  clientCpuUsPerRequest?: number;
   /** Answers by HTTP status (constant-rate runs, bench/paced.ts). */
   statuses?: Record<string, number>;
 }

@@ -26,7 +26,7 @@ import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
-import { cpuSeconds, startBareServer, startFullServer } from './servers';
+import { cpuRange, cpuUsOf, startBareServer, startFullServer, withCpu } from './servers';
 import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
 import { floodPhase } from './flood';
@@ -209,20 +209,6 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
   return results;
 }
 
-/** One load run, with the server process's CPU time per answered request (µs; Linux only). */
-async function withCpu(pid: number | undefined, run: () => Promise<LoadResult>): Promise<LoadResult> {
-  const before = cpuSeconds(pid);
-  const result = await run();
-  const after = cpuSeconds(pid);
-  if (before === undefined || after === undefined || result.total === 0) return result;
-  return { ...result, cpuUsPerRequest: ((after - before) * 1e6) / result.total };
-}
-
-const cpuRange = (runs: LoadResult[]) => {
-  const us = runs.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
-  return us.length ? medianRange(us) : 'n/a';
-};
-
 async function ratioPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
   const fixed = Object.fromEntries(list.map((e) => [e.name, { sql: e.fixed.sql, values: e.fixed.values }]));
   const results: Record<
@@ -397,7 +383,7 @@ async function main(): Promise<void> {
     all.ratio = ratio;
     const bar = ratio.bar?.fullRuns.filter((r) => r.total > 0) ?? [];
     if (bar.length) {
-      const cpuUs = median(bar.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest])));
+      const cpuUs = median(cpuUsOf(bar));
       const rate = median(bar.map((r) => r.rps));
       all.usagePathCost = await usagePathCostPhase(args.redisUrl, rate, Number.isNaN(cpuUs) ? undefined : cpuUs);
     }

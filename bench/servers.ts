@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { track } from './children';
+import { medianRange } from './environment';
+import type { LoadResult } from './load';
 
 export interface RunningServer {
   url: string;
@@ -40,6 +42,32 @@ export function cpuSeconds(pid: number | undefined): number | undefined {
   }
 }
 const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture Node.js builds for
+
+/**
+ * One load run, with the CPU time per answered request (µs) of the server process and of this
+ * process (the load generator, autocannon in process); the server's on Linux only.
+ */
+export async function withCpu(pid: number | undefined, run: () => Promise<LoadResult>): Promise<LoadResult> {
+  const before = cpuSeconds(pid);
+  const client = process.cpuUsage();
+  const result = await run();
+  const after = cpuSeconds(pid);
+  if (result.total === 0) return result;
+  const used = process.cpuUsage(client);
+  const clientCpuUsPerRequest = (used.user + used.system) / result.total;
+  if (before === undefined || after === undefined) return { ...result, clientCpuUsPerRequest };
+  return { ...result, cpuUsPerRequest: ((after - before) * 1e6) / result.total, clientCpuUsPerRequest };
+}
+
+/** The server's CPU µs per request of the runs that have one. */
+export const cpuUsOf = (runs: LoadResult[]): number[] =>
+  runs.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+
+/** cpuUsOf as median (min–max), or 'n/a'. */
+export const cpuRange = (runs: LoadResult[]): string => {
+  const us = cpuUsOf(runs);
+  return us.length ? medianRange(us) : 'n/a';
+};
 
 function stopper(child: ChildProcess): () => Promise<void> {
   return () =>
@@ -112,10 +140,18 @@ export async function startFullServer(opts: {
   return { url, stop: stopper(child), adminUrl: `http://127.0.0.1:${adminPort}`, pid: child.pid };
 }
 
+/** An answer the bare server gives as it is, without the database (BENCH_CANNED). */
+export interface CannedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
 export async function startBareServer(opts: {
   databaseUrl: string;
   poolMax: number;
   fixed: Record<string, { sql: string; values: unknown[] }>;
+  canned?: Record<string, CannedAnswer>;
 }): Promise<RunningServer> {
   const port = await freePort();
   const child = fork(path.resolve(__dirname, 'bare-server.js'), [], {
@@ -125,6 +161,7 @@ export async function startBareServer(opts: {
       PORT: String(port),
       PG_POOL_MAX: String(opts.poolMax),
       BENCH_FIXED: JSON.stringify(opts.fixed),
+      BENCH_CANNED: JSON.stringify(opts.canned ?? {}),
     },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
