@@ -148,6 +148,7 @@ const PARAMS = [
   'longitude',
   'radius',
   'limit',
+  'events_today_limit',
   'page',
   'per_page',
   'start_date',
