@@ -29,11 +29,17 @@ export class CredentialsChangeListener {
   private retryTimer?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
   private listening = false;
+  private lastPayload?: string;
 
   constructor(private readonly options: ChangeListenerOptions) {}
 
   get isListening(): boolean {
     return this.listening;
+  }
+
+  /** The last notification's payload: a listener has seen every change committed before a NOTIFY it has seen (commit order). */
+  get lastNotification(): string | undefined {
+    return this.lastPayload;
   }
 
   /** Resolves once listening, or after the first failed attempt (retries continue in the background). */
@@ -55,7 +61,9 @@ export class CredentialsChangeListener {
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     client.on('notification', (msg) => {
-      if (msg.channel === CREDENTIALS_CHANNEL) this.options.cache.flush();
+      if (msg.channel !== CREDENTIALS_CHANNEL) return;
+      this.lastPayload = msg.payload;
+      this.options.cache.flush();
     });
     try {
       await client.connect();

@@ -17,6 +17,7 @@ import {
   awaitRoomInMinute,
   bearer,
   createPlan,
+  credentialsSettled,
   issueKey,
   silentLogger,
   startPartner,
@@ -70,7 +71,10 @@ describe('the limiter in Redis (own redis-server)', () => {
     await awaitRoomInMinute(10_000);
     const plan = await createPlan(db.owner, 30, 1000, 100_000); // three limited buckets
     const { apiKey } = await issueKey(db.owner, { plan });
-    await server.get(TEST, bearer(apiKey)); // loads the script (EVALSHA → NOSCRIPT → EVAL once)
+    // A late notification of the new key would empty the identity cache mid-loop: the next request
+    // would then ask the failed-auth limit (one more EVALSHA) before looking the key up again.
+    await credentialsSettled(db, partner);
+    await server.get(TEST, bearer(apiKey)); // loads the script (EVAL once on this connection)
     await partner.guard.sharedUsage!.flush();
     await probe.config('RESETSTAT');
     const statuses: number[] = [];

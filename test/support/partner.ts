@@ -93,6 +93,22 @@ export async function issueKey(
 
 export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 
+/**
+ * Waits until the instance's credentials listener has seen every change committed so far, so that
+ * no late notification (of a plan or key just created) empties its identity cache in the middle of
+ * a test that counts Redis commands or queries. NOTIFY reaches a listener in commit order: once it
+ * has seen this fence, it has seen everything before it.
+ */
+export async function credentialsSettled(db: TestDatabase, partner: PartnerInstance): Promise<void> {
+  const fence = `fence-${randomBytes(6).toString('hex')}`;
+  await db.owner.query(`select pg_notify('bar_credentials', $1)`, [fence]);
+  const deadline = Date.now() + 10_000;
+  while (partner.guard.listener.lastNotification !== fence) {
+    if (Date.now() > deadline) throw new Error('the credentials listener did not see the fence within 10 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 /** Waits until the next minute has at least `needMs` left (tests that must stay in one minute window). */
 export async function awaitRoomInMinute(needMs: number): Promise<void> {
   // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
