@@ -135,6 +135,7 @@ export async function servePartner(config: Config, dbUrl: string, logger: Logger
     logger,
     pool: reads,
     guard: guard.handlers,
+    knownRefusal: guard.knownRefusal,
     clock,
     graphql: graphqlRoutes({ pool: graphqlPool, guard, logger, clock }),
     // exports read the primary: the watermark needs the writers' pg_stat_activity, a replica may lag

@@ -71,6 +71,12 @@ export interface PartnerGuard {
   history: HourlyUsage;
   /** Calls of deprecated endpoints, parameters and fields per key (GET usage's deprecated_calls). */
   deprecatedCalls: DeprecatedCallTally;
+  /**
+   * The refused-key shortcut's half (http/refused-shortcut.ts): for a cached, valid key this process
+   * refuses until a window ends, the guard's own 429 (with its accounting), to run on the response;
+   * undefined when the request must take the usual way. Decides without side effects on `res`.
+   */
+  knownRefusal(req: Request): ((res: Response) => void) | undefined;
   /** Stops listening, writes pending usage and alerts, releases Redis; says what it wrote. */
   close(): Promise<{ usageRequestsWritten: number; sharedUsageKeyDaysWritten: number }>;
 }
@@ -209,8 +215,30 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     }, next);
   };
 
+  const knownRefusal = (req: Request): ((res: Response) => void) | undefined => {
+    if (!limits.refusing) return undefined; // no key refused: nothing to look up
+    const presented = presentedKey(req);
+    if (presented.kind !== 'key') return undefined;
+    const identity = cache.peek(hashApiKey(presented.key))?.identity;
+    if (!identity || refusal(identity, Date.now())) return undefined; // unknown, or a 403
+    const ctx = limits.refusalFor(req, identity.keyId, identity.limits);
+    if (!ctx) return undefined;
+    return (res) => {
+      // what authenticate() does for a valid key, then the limiter's answer for a refused one
+      res.locals.partner = {
+        keyId: identity.keyId,
+        subscriberId: identity.subscriberId,
+        plan: identity.plan,
+      } satisfies PartnerIdentity;
+      res.locals.rateLimit = ctx;
+      account(req, res, identity);
+      limits.answerRefusal(res);
+    };
+  };
+
   return {
     handlers: [authenticate, ...limits.handlers],
+    knownRefusal,
     authenticate,
     limit: limits.handlers,
     cache,

@@ -22,6 +22,7 @@ import { deprecationGate, validateDeprecations } from '../contract/deprecations'
 import { DEPRECATIONS } from '../contract/endpoints';
 import { PARTNER_PREFIX } from '../contract/identity';
 import { requestId } from './request-id';
+import { refusedKeyShortcut } from './refused-shortcut';
 import type { PartnerAppDeps } from './deps';
 import { partnerRoutes } from './routes';
 import { unsubscribeRoutes } from '../email/unsubscribe';
@@ -37,10 +38,15 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.set('query parser', 'extended'); // corner1[latitude]=... arrives as an object
   app.set('trust proxy', deps.config.trustProxy ?? false); // X-Forwarded-Proto makes req.secure
 
-  app.use(requestId);
-  app.use(accessLog(deps.logger));
-  if (deps.requestLog) app.use(deps.requestLog.middleware());
-  app.use(strictTransportSecurity);
+  const preamble = [
+    requestId,
+    accessLog(deps.logger),
+    ...(deps.requestLog ? [deps.requestLog.middleware()] : []),
+    strictTransportSecurity,
+  ];
+  // A key this process already refuses gets its 429 before the rest of the app (refused-shortcut.ts).
+  if (deps.knownRefusal) app.use(refusedKeyShortcut(preamble, deps.knownRefusal));
+  app.use(...preamble);
   app.use(compression({ threshold: COMPRESSION_THRESHOLD })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
   // One-click unsubscribe from alert e-mails (RFC 8058 POST, an HTML page): no key, before the GET/JSON-only checks.
   app.use(unsubscribeRoutes({ pool: deps.email?.pool ?? deps.pool, linkKey: deps.email?.linkKey }));

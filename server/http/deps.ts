@@ -7,6 +7,7 @@ import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
 import type { ChangelogEntry } from './changelog';
 import type { ReadinessCheck } from './health';
+import type { KnownRefusal } from './refused-shortcut';
 import type { ExportOptions } from './routes/export';
 
 export interface PartnerAppDeps {
@@ -16,6 +17,8 @@ export interface PartnerAppDeps {
   pool: Pool;
   /** Authentication and rate limiting for every partner path. */
   guard: RequestHandler[];
+  /** The guard's answer for a key this process refuses (guard.knownRefusal): given first (refused-shortcut.ts). */
+  knownRefusal?: KnownRefusal;
   /** GET /readyz checks (default: PostgreSQL on `pool`) and whether shutdown began. */
   health?: { checks?: ReadinessCheck[]; draining?: () => boolean };
   /** The GraphQL endpoint (beta; server/graphql/endpoint.ts): its own methods, body and guard order. */

@@ -2,7 +2,7 @@
  * Protocol-level checks answered before the credentials guard: methods (405),
  * Accept (406) and HSTS. Every resource of this API is GET-only JSON.
  */
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { sendError } from '../contract/errors';
 import { PARTNER_PREFIX } from '../contract/identity';
 
@@ -56,12 +56,15 @@ export function acceptsNdjson(accept: string | undefined): boolean {
 const EXPORT_PATH = new RegExp(`^${PARTNER_PREFIX}/export/(bars|events)/?$`, 'i');
 export const isExportPath = (path: string): boolean => EXPORT_PATH.test(path);
 
+/** Whether the request's Accept admits what its path serves (NDJSON for the exports, else JSON). */
+export function acceptable(req: Request): boolean {
+  return isExportPath(req.path) ? acceptsNdjson(req.get('accept')) : acceptsJson(req.get('accept'));
+}
+
 export const requireJsonAcceptable: RequestHandler = (req, res, next) => {
-  if (isExportPath(req.path)) {
-    if (acceptsNdjson(req.get('accept'))) return next();
+  if (acceptable(req)) return next();
+  if (isExportPath(req.path))
     return sendError(res, 406, 'Not acceptable: this endpoint serves application/x-ndjson only');
-  }
-  if (acceptsJson(req.get('accept'))) return next();
   sendError(res, 406, 'Not acceptable: this API serves application/json only');
 };
 

@@ -23,10 +23,11 @@
  * - res.locals.rateLimit.refund() un-counts the request in every bucket and in
  *   usage (a 304 counts against no bucket).
  */
-import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type RateLimitInfo, type RateLimitRequestHandler } from 'express-rate-limit';
+import { GRAPHQL_ROUTE } from '../contract/endpoints';
 import { sendError } from '../contract/errors';
+import { NO_ENDPOINT } from '../contract/match';
 import type { Logger } from '../log';
 import { rateLimitLocalRefusals, rateLimitRejections } from '../metrics';
 import type { RedisClient } from '../redis';
@@ -42,9 +43,13 @@ import {
   type Windows,
 } from './buckets';
 import { AlignedStore } from './store';
+import { windowHeaders } from './window-headers';
 import { BUCKETS, NOMINAL_WINDOW_MS, windowStart, type Bucket } from './windows';
 
 export type { PlanLimits } from './buckets';
+
+/** GraphQL's usage name: its own guard order (points weighed between authentication and limits). */
+const GRAPHQL_ENDPOINT = GRAPHQL_ROUTE.slice(1);
 
 /**
  * A key refused because a bucket was full: until that bucket's window ends the
@@ -164,7 +169,7 @@ class ThreeBucketStore {
   async increment(key: string): Promise<{ totalHits: number; resetTime: Date }> {
     const ctx = this.pending.get(key)!;
     this.pending.delete(key);
-    const known = this.refusedLocally(ctx);
+    const known = this.knownRefusal(ctx);
     if (known) {
       ctx.outcome = known;
       ctx.refusedLocally = true;
@@ -185,7 +190,7 @@ class ThreeBucketStore {
    * same bucket refuses; a bucket still in the window of the refusal shows its count then, one in a
    * later window (e.g. the next minute while the day is full) shows 0, as its new counter in Redis.
    */
-  private refusedLocally(ctx: RateLimitContext): Outcome | undefined {
+  knownRefusal(ctx: RateLimitContext): Outcome | undefined {
     const r = this.refusals.get(ctx.keyId);
     if (!r) return undefined;
     const w = ctx.windows!;
@@ -302,14 +307,7 @@ export class PartnerRateLimits {
       requestPropertyName: 'rateLimit_buckets',
       standardHeaders: false,
       legacyHeaders: false,
-      handler: (_req, res) => {
-        const ctx = rateLimitContext(res);
-        const bucket = ctx.outcome!.rejectedBy!;
-        rateLimitRejections.inc({ bucket });
-        this.writeHeaders(res);
-        res.setHeader('Retry-After', String(secondsUntil(ctx.windows!.end[bucket])));
-        sendError(res, 429, 'Rate limit exceeded', { limit: ctx.limits[bucket], period: bucket });
-      },
+      handler: (_req, res) => this.reject(res),
       store: this.store,
       logger: libraryLogger(options.logger),
     });
@@ -349,6 +347,47 @@ export class PartnerRateLimits {
       next();
     };
     return [this.limiter, setHeaders];
+  }
+
+  /** Whether this process refuses any key locally now (the shortcut's first, cheapest test). */
+  get refusing(): boolean {
+    return this.store.refusals.size > 0;
+  }
+
+  /**
+   * For the refused-key shortcut (http/refused-shortcut.ts): the context of a request this process
+   * refuses without asking anyone, as the limiter's store would (a full bucket, until its window
+   * ends); undefined when the request must take the usual way (a free endpoint, GraphQL, a path no
+   * declared route serves, or no refusal).
+   */
+  refusalFor(req: Request, keyId: string, limits: PlanLimits): RateLimitContext | undefined {
+    if (!this.store.refusals.has(keyId)) return undefined;
+    const endpoint = this.options.endpointOf(req);
+    if (endpoint === NO_ENDPOINT || endpoint === GRAPHQL_ENDPOINT || FREE_ENDPOINTS.has(endpoint)) return undefined;
+    const ctx: RateLimitContext = { keyId, limits, windows: windowsAt(Date.now()), endpoint };
+    const outcome = this.store.knownRefusal(ctx);
+    if (!outcome) return undefined;
+    ctx.outcome = outcome;
+    ctx.refusedLocally = true;
+    return ctx;
+  }
+
+  /** Answers the 429 of a context refusalFor gave (the guard has put it on res.locals.rateLimit). */
+  answerRefusal(res: Response): void {
+    const ctx = rateLimitContext(res);
+    ctx.refund = () => this.refund(ctx, res); // a refused request has nothing to give back (no-op)
+    rateLimitLocalRefusals.inc({ bucket: ctx.outcome!.rejectedBy! });
+    this.reject(res);
+  }
+
+  /** The 429 of a refused request: the rate-limit headers, Retry-After, the contract's error body. */
+  private reject(res: Response): void {
+    const ctx = rateLimitContext(res);
+    const bucket = ctx.outcome!.rejectedBy!;
+    rateLimitRejections.inc({ bucket });
+    this.writeHeaders(res);
+    res.setHeader('Retry-After', String(secondsUntil(ctx.windows!.end[bucket])));
+    sendError(res, 429, 'Rate limit exceeded', { limit: ctx.limits[bucket], period: bucket });
   }
 
   /** Limited buckets counted for this request (for usage alerts); none when refused or refunded. */
@@ -436,56 +475,6 @@ export class PartnerRateLimits {
   async close(): Promise<void> {
     for (const store of this.stores) store.shutdown();
   }
-}
-
-/** The rate-limit header values a key's window fixes (its limits, the window ends, the policy). */
-interface WindowHeaders {
-  /** The limited buckets, in order. */
-  limited: Bucket[];
-  limit: Record<Bucket, string>;
-  reset: Record<Bucket, string>;
-  /** RateLimit-Policy ('' when no bucket is limited). */
-  policy: string;
-}
-
-const windowHeaderCache = new Map<string, WindowHeaders>();
-
-/** Built once per key, limits and minute (the minute's start fixes the day's and the month's). */
-function windowHeaders(keyId: string, limits: PlanLimits, w: Windows): WindowHeaders {
-  const id = `${keyId}|${w.start.minute}|${limits.minute}|${limits.day}|${limits.month}`;
-  let h = windowHeaderCache.get(id);
-  if (h === undefined) {
-    const limited = BUCKETS.filter((b) => limits[b] !== null);
-    const limit = {} as Record<Bucket, string>;
-    const reset = {} as Record<Bucket, string>;
-    for (const b of BUCKETS) {
-      limit[b] = String(limits[b] ?? -1);
-      reset[b] = String(Math.ceil(w.end[b] / 1000));
-    }
-    const policy = limited
-      .map(
-        (b) =>
-          `"${b}"; q=${limits[b]}; w=${Math.ceil(NOMINAL_WINDOW_MS[b] / 1000)}; pk=:${partitionKey(w.start[b], keyId)}:`,
-      )
-      .join(', ');
-    h = { limited, limit, reset, policy };
-    if (windowHeaderCache.size >= 10_000) windowHeaderCache.clear(); // old minutes: bounded, rebuilt on demand
-    windowHeaderCache.set(id, h);
-  }
-  return h;
-}
-
-/** The draft-8 partition key of one bucket's window and key; the same for every request of that window. */
-const partitionKeys = new Map<string, string>();
-function partitionKey(windowStart: number, keyId: string): string {
-  const id = `${windowStart}:${keyId}`;
-  let pk = partitionKeys.get(id);
-  if (pk === undefined) {
-    pk = Buffer.from(createHash('sha256').update(id).digest('hex').slice(0, 12)).toString('base64');
-    if (partitionKeys.size >= 10_000) partitionKeys.clear(); // old windows: bounded, rebuilt on demand
-    partitionKeys.set(id, pk);
-  }
-  return pk;
 }
 
 /** The client address the failed-auth limit counts by (an IPv6 /56, like the library's default). */

@@ -7,7 +7,7 @@
  * decides what reaches the database.
  */
 import { isUtf8 } from 'node:buffer';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { sendError } from '../contract/errors';
 
 const HEX = /^[0-9A-Fa-f]{2}$/;
@@ -98,18 +98,19 @@ export const urlHygiene: RequestHandler = (req, res, next) => {
   sendError(res, 400, `${where} contains a NUL byte or invalid UTF-8 (after percent-decoding)`);
 };
 
-/** The key headers: checked before the guard reads them. */
-export const keyHeaderHygiene: RequestHandler = (req, res, next) => {
+/** The first key header whose value is not clean UTF-8, or undefined. */
+export function dirtyKeyHeader(req: Request): 'Authorization' | 'X-API-Key' | undefined {
   for (const name of KEY_HEADERS) {
     const value = req.headers[name];
-    if (typeof value === 'string' && !headerIsClean(value)) {
-      sendError(
-        res,
-        400,
-        `header "${name === 'authorization' ? 'Authorization' : 'X-API-Key'}" contains invalid UTF-8`,
-      );
-      return;
-    }
+    if (typeof value === 'string' && !headerIsClean(value))
+      return name === 'authorization' ? 'Authorization' : 'X-API-Key';
   }
-  next();
+  return undefined;
+}
+
+/** The key headers: checked before the guard reads them. */
+export const keyHeaderHygiene: RequestHandler = (req, res, next) => {
+  const dirty = dirtyKeyHeader(req);
+  if (dirty === undefined) return next();
+  sendError(res, 400, `header "${dirty}" contains invalid UTF-8`);
 };

@@ -3,11 +3,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 
+export interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
 export interface Listening {
-  get(
-    path: string,
-    headers?: Record<string, string>,
-  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
+  get(path: string, headers?: Record<string, string>): Promise<Answer>;
+  request(method: string, path: string, headers?: Record<string, string>): Promise<Answer>;
   close(): Promise<void>;
 }
 
@@ -16,18 +20,20 @@ export async function listen(app: express.Express): Promise<Listening> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  return {
-    get(path, headers = {}) {
-      return new Promise((resolve, reject) => {
-        const req = http.get({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (body += chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-        });
-        req.on('error', reject);
+  const request = (method: string, path: string, headers: Record<string, string> = {}) =>
+    new Promise<Answer>((resolve, reject) => {
+      const req = http.request({ method, host: '127.0.0.1', port, path, headers, agent }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
       });
-    },
+      req.on('error', reject);
+      req.end();
+    });
+  return {
+    get: (path, headers = {}) => request('GET', path, headers),
+    request,
     async close() {
       agent.destroy();
       server.closeAllConnections();

@@ -29,6 +29,8 @@ export async function startPartner(
     logger?: pino.Logger;
     /** Deprecations and their clock (createPartnerApp's `deprecations`). */
     deprecations?: PartnerAppDeps['deprecations'];
+    /** The refused-key shortcut (http/refused-shortcut.ts), as in production; false: every request walks the app. */
+    refusedShortcut?: boolean;
   } = {},
 ): Promise<PartnerInstance> {
   const pool = db.partnerPool();
@@ -49,6 +51,7 @@ export async function startPartner(
     logger,
     pool,
     guard: guard.handlers,
+    knownRefusal: options.refusedShortcut === false ? undefined : guard.knownRefusal,
     clock: testClock,
     deprecations: options.deprecations,
   });
@@ -99,7 +102,10 @@ export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
  * a test that counts Redis commands or queries. NOTIFY reaches a listener in commit order: once it
  * has seen this fence, it has seen everything before it.
  */
-export async function credentialsSettled(db: TestDatabase, partner: PartnerInstance): Promise<void> {
+export async function credentialsSettled(
+  db: TestDatabase,
+  partner: { guard: Pick<PartnerGuard, 'listener'> },
+): Promise<void> {
   const fence = `fence-${randomBytes(6).toString('hex')}`;
   await db.owner.query(`select pg_notify('bar_credentials', $1)`, [fence]);
   const deadline = Date.now() + 10_000;

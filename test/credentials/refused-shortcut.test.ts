@@ -1,0 +1,236 @@
+/**
+ * The refused-key shortcut (server/http/refused-shortcut.ts) against the usual way: two apps over
+ * one guard (one key, one refusal), the first with the shortcut, the second without. Every answer,
+ * access-log line, request-log entry and usage count must be the same either way; and the shortcut
+ * must stand aside wherever the usual way answers before the guard, or does not refuse.
+ */
+import { Writable } from 'node:stream';
+import type { IncomingHttpHeaders } from 'node:http';
+import pino from 'pino';
+import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
+import { createPartnerApp } from '../../server/http/app';
+import { PartnerRateLimits } from '../../server/ratelimit/limiters';
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { RequestLog, type RequestLogEntry } from '../../server/usage/request-log';
+import { testClock } from '../support/clock';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { listen, type Listening } from '../support/http';
+import {
+  awaitRoomInMinute,
+  bearer,
+  createPlan,
+  credentialsSettled,
+  issueKey,
+  silentLogger,
+  type IssuedKey,
+} from '../support/partner';
+import { OwnRedisServer } from '../support/redis-server';
+
+const P = '/api/v1/partner';
+
+/** An app's access-log lines, parsed. */
+function capturingLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n'))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, sink), lines };
+}
+
+/** What may differ between two answers to the same request: the request's id, the instant. */
+function comparable(headers: IncomingHttpHeaders): Record<string, unknown> {
+  const { 'x-request-id': _id, date: _date, 'retry-after': _retry, ratelimit, ...rest } = headers;
+  return { ...rest, ratelimit: String(ratelimit ?? '').replace(/t=\d+/g, 't=') };
+}
+
+const bodyOf = (text: string) => (text ? { ...(JSON.parse(text) as object), request_id: '-' } : text);
+
+describe('the refused-key shortcut gives what the usual way gives (own redis-server)', () => {
+  let db: TestDatabase;
+  let redisServer: OwnRedisServer;
+  let redis: RedisClient;
+  let guard: PartnerGuard;
+  const prefix = 'rks:';
+  const shortcut = { log: capturingLogger(), requestLog: undefined as unknown as RequestLog, server: {} as Listening };
+  const usual = { log: capturingLogger(), requestLog: undefined as unknown as RequestLog, server: {} as Listening };
+  let counting: Listening; // neither: where the key is counted and first refused (by Redis)
+  let key: IssuedKey;
+  const answers = jest.spyOn(PartnerRateLimits.prototype, 'answerRefusal');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    redisServer = await OwnRedisServer.start();
+    redis = createRedisClient(redisServer.url, silentLogger);
+    await redisReadyPromise(redis);
+    const pool = db.partnerPool();
+    guard = await createPartnerGuard({
+      pool,
+      databaseUrl: db.url,
+      logger: silentLogger,
+      redis,
+      redisPrefix: prefix,
+      usageFlushMs: 60_000,
+      redisBudgetMs: 2_000,
+    });
+    const appOf = (logger: pino.Logger, requestLog: RequestLog | undefined, withShortcut: boolean) =>
+      createPartnerApp({
+        config: { env: 'test' },
+        logger,
+        pool,
+        guard: guard.handlers,
+        knownRefusal: withShortcut ? guard.knownRefusal : undefined,
+        requestLog,
+        clock: testClock,
+      });
+    for (const [side, on] of [
+      [shortcut, true],
+      [usual, false],
+    ] as const) {
+      side.requestLog = new RequestLog({ pool, logger: silentLogger, flushEveryMs: 60_000 });
+      side.server = await listen(appOf(side.log.logger, side.requestLog, on));
+    }
+    counting = await listen(appOf(silentLogger, undefined, false));
+  });
+  afterAll(async () => {
+    answers.mockRestore();
+    for (const s of [shortcut.server, usual.server, counting]) await s?.close?.();
+    await guard?.close().catch(() => undefined);
+    redis?.disconnect();
+    await redisServer?.stop();
+    await db?.drop();
+  });
+
+  test('the same 429s, log lines, request-log entries and usage either way; Redis asked by neither', async () => {
+    await awaitRoomInMinute(15_000);
+    key = await issueKey(db.owner, { plan: await createPlan(db.owner, 2, 1000, null) });
+    await credentialsSettled(db, { guard }); // no late notification empties the identity cache below
+    for (let i = 0; i < 2; i++) expect((await counting.get(`${P}/test_endpoint`, bearer(key.apiKey))).status).toBe(200);
+    expect((await counting.get(`${P}/test_endpoint`, bearer(key.apiKey))).status).toBe(429); // refused by Redis
+    const entries = new Map<object, RequestLogEntry[]>();
+    for (const side of [shortcut, usual]) {
+      const added: RequestLogEntry[] = [];
+      entries.set(side, added);
+      jest.spyOn(side.requestLog, 'add').mockImplementation((e) => void added.push(e));
+    }
+    await guard.history.push();
+    const usageHash = `${prefix}{${key.keyId}}:u:${new Date().toISOString().slice(0, 10)}`;
+    const rateLimitedSoFar = async () => {
+      await guard.history.push();
+      return Number((await redis.hget(usageHash, '#429')) ?? 0);
+    };
+    const before = await rateLimitedSoFar();
+    const requests: [string, Record<string, string>][] = [
+      [`${P}/test_endpoint`, {}],
+      [`${P}/bars/12?fields=name&x=%00`, { Accept: 'application/json' }], // refused before urlHygiene, as by the guard
+      [`${P}/BARS_BY_CITY/NY/New%20York%20City/`, { 'X-Request-Id': 'client-chosen.1' }],
+      [`${P}/export/bars`, { Accept: 'application/x-ndjson' }],
+    ];
+    const scriptCallsBefore = await scriptCalls(redis);
+    for (const [path, headers] of requests) {
+      answers.mockClear();
+      const a = await shortcut.server.get(path, { ...bearer(key.apiKey), ...headers });
+      expect(answers).toHaveBeenCalledTimes(1);
+      answers.mockClear();
+      const b = await usual.server.get(path, { ...bearer(key.apiKey), ...headers });
+      expect(answers).not.toHaveBeenCalled();
+      expect(a.status).toBe(429);
+      expect(comparable(a.headers)).toEqual(comparable(b.headers));
+      expect(Math.abs(Number(a.headers['retry-after']) - Number(b.headers['retry-after']))).toBeLessThanOrEqual(1);
+      expect(bodyOf(a.body)).toEqual(bodyOf(b.body));
+      expect(JSON.parse(a.body).request_id).toBe(a.headers['x-request-id']);
+      if (headers['X-Request-Id']) expect(a.headers['x-request-id']).toBe(headers['X-Request-Id']);
+    }
+    expect(await scriptCalls(redis)).toBe(scriptCallsBefore); // neither way asked Redis to count
+    // one usage count per 429, either way
+    expect((await rateLimitedSoFar()) - before).toBe(2 * requests.length);
+
+    // access log: the same line for the same request (but its id and duration)
+    const line = (l: Record<string, unknown>) => {
+      const { time: _t, pid: _p, hostname: _h, requestId: _r, durationMs, ...rest } = l;
+      expect(typeof durationMs).toBe('number');
+      return rest;
+    };
+    expect(shortcut.log.lines).toHaveLength(requests.length);
+    expect(shortcut.log.lines.map(line)).toEqual(usual.log.lines.map(line));
+    expect(shortcut.log.lines[0]).toMatchObject({ status: 429, reason: 'Rate limit exceeded', msg: 'request' });
+
+    // request log: the first 429 of the minute kept, the rest capped as repeats, either way
+    const entry = (e: RequestLogEntry) => ({ ...e, request_id: '-', created_at: '-', duration_ms: 0 });
+    expect(entries.get(shortcut)!.map(entry)).toEqual(entries.get(usual)!.map(entry));
+    expect(entries.get(shortcut)).toHaveLength(1);
+    expect(entries.get(shortcut)![0]).toMatchObject({ status: 429, api_key_id: key.keyId, endpoint: 'test_endpoint' });
+    expect(shortcut.requestLog.capped.repeat_429).toBe(requests.length - 1);
+    expect(usual.requestLog.capped.repeat_429).toBe(requests.length - 1);
+  });
+
+  test('it stands aside where the usual way answers before the guard, or does not refuse', async () => {
+    answers.mockClear();
+    const cases: [string, string, Record<string, string>, number][] = [
+      ['HEAD', `${P}/test_endpoint`, {}, 429], // HEAD: taken, no body
+      ['GET', `${P}/test_endpoint`, { Accept: 'text/html' }, 406],
+      ['GET', `${P}/export/events`, { Accept: 'application/json' }, 406],
+      ['GET', `${P}/usage`, {}, 200], // a free endpoint: served to a refused key
+      ['GET', `${P}/nowhere`, {}, 429], // no declared route: the guard refuses it the usual way
+      ['GET', `${P}/openapi.json`, {}, 200],
+      ['GET', `${P}/test_endpoint`, { 'X-API-Key': 'x' }, 429], // Authorization wins; X-API-Key clean
+    ];
+    for (const [method, path, headers, status] of cases) {
+      const a = await shortcut.server.request(method, path, { ...bearer(key.apiKey), ...headers });
+      const b = await usual.server.request(method, path, { ...bearer(key.apiKey), ...headers });
+      expect([method, path, a.status]).toEqual([method, path, status]);
+      expect([method, path, b.status]).toEqual([method, path, status]);
+      if (status !== 200) expect(bodyOf(a.body)).toEqual(bodyOf(b.body));
+    }
+    expect(answers).toHaveBeenCalledTimes(2); // the HEAD and the X-API-Key case only
+    // a POST is a 405 before the guard
+    const post = await shortcut.server.request('POST', `${P}/test_endpoint`, bearer(key.apiKey));
+    expect(post.status).toBe(405);
+    // another key of the same plan is not refused: served
+    const other = await issueKey(db.owner, { plan: 'standard' });
+    expect((await shortcut.server.get(`${P}/test_endpoint`, bearer(other.apiKey))).status).toBe(200);
+    expect(answers).toHaveBeenCalledTimes(2);
+  });
+
+  test('the window over, the shortcut stands aside and Redis counts the key again', async () => {
+    // Between 10 and 45 s left in this minute: the next minute is reached by moving the clock less
+    // than the identity cache's age (60 s), so the key is still cached and the shortcut is asked.
+    for (;;) {
+      const left = 60_000 - (Date.now() % 60_000);
+      if (left >= 10_000 && left <= 45_000) break;
+      await new Promise((r) => setTimeout(r, left > 45_000 ? left - 45_000 : left + 50));
+    }
+    const k = await issueKey(db.owner, { plan: await createPlan(db.owner, 1, 1000, null) });
+    await credentialsSettled(db, { guard });
+    expect((await shortcut.server.get(`${P}/test_endpoint`, bearer(k.apiKey))).status).toBe(200);
+    expect((await shortcut.server.get(`${P}/test_endpoint`, bearer(k.apiKey))).status).toBe(429); // by Redis
+    answers.mockClear();
+    expect((await shortcut.server.get(`${P}/test_endpoint`, bearer(k.apiKey))).status).toBe(429);
+    expect(answers).toHaveBeenCalledTimes(1); // by the shortcut
+    const realNow = Date.now.bind(Date);
+    const offset = 60_000 - (realNow() % 60_000) + 500;
+    const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
+    try {
+      answers.mockClear();
+      const before = await scriptCalls(redis);
+      const res = await shortcut.server.get(`${P}/test_endpoint`, bearer(k.apiKey));
+      expect(res.status).toBe(200);
+      expect(res.headers['x-ratelimit-remaining-minute']).toBe('0');
+      expect(answers).not.toHaveBeenCalled();
+      expect(await scriptCalls(redis)).toBe(before + 1); // counted by Redis again
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+/** EVALSHA and EVAL calls so far (INFO commandstats of this test's own redis-server). */
+async function scriptCalls(client: RedisClient): Promise<number> {
+  const info = (await client.info('commandstats')) as string;
+  let n = 0;
+  for (const m of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) n += Number(m[2]);
+  return n;
+}
