@@ -234,13 +234,21 @@ export function createPartnerServer(
       const idle = setInterval(
         () => {
           const now = Date.now();
-          for (const s of sockets) {
+          const candidates = [...sockets].filter((s) => {
             const since = idleSince.get(s);
-            if (since !== undefined && now - since >= grace) {
+            return since !== undefined && now - since >= grace;
+          });
+          if (!candidates.length) return;
+          // Timers run before I/O: after a busy stretch a client's next request may be waiting unread on
+          // a socket that looks idle. setImmediate runs after the I/O phase has read it (a request makes
+          // its socket busy again), so only sockets still idle then are closed.
+          setImmediate(() => {
+            for (const s of candidates) {
+              if (!sockets.has(s) || idleSince.get(s) === undefined) continue;
               closedIdle++;
               s.destroy();
             }
-          }
+          });
         },
         Math.max(10, Math.floor(grace / 5)),
       );
