@@ -186,6 +186,17 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     });
   };
 
+  /** A valid key's identity and rate-limit context on the response, and its accounting on finish. */
+  const admit = (req: Request, res: Response, identity: StoredIdentity, ctx: RateLimitContext) => {
+    res.locals.partner = {
+      keyId: identity.keyId,
+      subscriberId: identity.subscriberId,
+      plan: identity.plan,
+    } satisfies PartnerIdentity;
+    res.locals.rateLimit = ctx;
+    account(req, res, identity);
+  };
+
   const authenticate: RequestHandler = (req, res, next) => {
     const presented = presentedKey(req);
     if (presented.kind !== 'key') {
@@ -204,13 +215,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       if (!identity) return fail(req, res, next, 401, 'Invalid API key');
       const refused = refusal(identity, Date.now());
       if (refused) return fail(req, res, next, 403, refused);
-      res.locals.partner = {
-        keyId: identity.keyId,
-        subscriberId: identity.subscriberId,
-        plan: identity.plan,
-      } satisfies PartnerIdentity;
-      res.locals.rateLimit = { keyId: identity.keyId, limits: identity.limits } satisfies RateLimitContext;
-      account(req, res, identity);
+      admit(req, res, identity, { keyId: identity.keyId, limits: identity.limits });
       next();
     }, next);
   };
@@ -224,14 +229,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     const ctx = limits.refusalFor(req, identity.keyId, identity.limits);
     if (!ctx) return undefined;
     return (res) => {
-      // what authenticate() does for a valid key, then the limiter's answer for a refused one
-      res.locals.partner = {
-        keyId: identity.keyId,
-        subscriberId: identity.subscriberId,
-        plan: identity.plan,
-      } satisfies PartnerIdentity;
-      res.locals.rateLimit = ctx;
-      account(req, res, identity);
+      admit(req, res, identity, ctx); // as authenticate() does, then the limiter's answer
       limits.answerRefusal(res);
     };
   };
