@@ -94,16 +94,20 @@ $$;
 
 -- Whether fewer than p_n bars of the region's time zones (see open_slot_keys)
 -- are open at an instant, counted through bar_open_slots (one GiST probe per
--- zone, at most p_n rows).
+-- zone, at most p_n rows). plpgsql: its plan is kept (as SQL with a FROM,
+-- called as a value, it was planned again on every call).
 drop function if exists private.open_bars_fewer_than(timestamptz, integer);
 create or replace function private.open_bars_fewer_than(
   p_at timestamptz, p_center earth, p_radius_m double precision, p_box box, p_n integer
 ) returns boolean
-  language sql stable parallel safe
+  language plpgsql stable parallel safe
 as $$
-  select count(*) < p_n from (
-    select 1 from private.open_slot_keys(p_at, p_center, p_radius_m, p_box) k
-    join private.bar_open_slots s on s.slot @> k.k limit p_n) x
+begin
+  return (
+    select count(*) < p_n from (
+      select 1 from private.open_slot_keys(p_at, p_center, p_radius_m, p_box) k
+      join private.bar_open_slots s on s.slot @> k.k limit p_n) x);
+end
 $$;
 
 -- The planner's estimate of the bars passing the filters that have indexes on

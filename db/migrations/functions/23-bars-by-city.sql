@@ -74,8 +74,10 @@ end
 $$;
 
 -- events_today as served: the first p_limit items (all of them when p_limit is null, the v1 default).
+-- stable, as array_to_json is: an immutable wrapper over a stable call is not inlined (and is then
+-- planned on every call)
 create or replace function private.events_today_json(p_items json[], p_limit integer) returns json
-  language sql immutable
+  language sql stable
 as $$
   select array_to_json(case when p_limit is null then p_items else p_items[1:p_limit] end)
 $$;

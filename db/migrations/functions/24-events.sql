@@ -24,9 +24,13 @@ drop function if exists private.city_event_hours_sync();  -- its first version (
 
 -- The number of a city's events starting in [p_lo, p_hi): the whole UTC hours inside the window
 -- from city_event_hours, the partial hours at its ends counted exactly (at most an hour each).
+-- plpgsql: as a SQL function (a FROM, so never inlined where called as a value) it was parsed and
+-- planned again on every call.
 create or replace function private.event_count(p_city_id bigint, p_lo timestamptz, p_hi timestamptz) returns bigint
-  language sql stable
+  language plpgsql stable
 as $$
+begin
+  return (
   with b as (
     select case when date_trunc('hour', p_lo, 'UTC') = p_lo then p_lo
                 else date_trunc('hour', p_lo, 'UTC') + interval '1 hour' end as ceil_lo,
@@ -40,13 +44,16 @@ as $$
       + (select count(*) from private.events e where e.city_id = p_city_id and e.start_at >= p_lo and e.start_at < b.ceil_lo)
       + (select count(*) from private.events e where e.city_id = p_city_id and e.start_at >= b.floor_hi and e.start_at < p_hi)
     end
-  from b
+  from b);
+end
 $$;
 
 -- Full form of an event, with its bar (BarSummary in the city's name and state).
 create or replace function private.events_page_json(p_ids bigint[], p_city private.cities) returns json
-  language sql stable
+  language plpgsql stable  -- plpgsql: its plan is kept (as SQL with a FROM it was planned on every call)
 as $$
+begin
+  return (
   select coalesce(json_agg(json_build_object(
            'id', e.id::text,
            'title', e.title,
@@ -59,7 +66,8 @@ as $$
          order by u.n), '[]'::json)
   from unnest(p_ids) with ordinality u(id, n)
   join private.events e on e.id = u.id
-  join private.bars b on b.id = e.bar_id
+  join private.bars b on b.id = e.bar_id);
+end
 $$;
 
 create or replace function api.events(

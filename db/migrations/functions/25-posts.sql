@@ -33,9 +33,15 @@ as $$
   from b where p_lo < least(p_hi, b.ceil_lo)
 $$;
 
+-- plpgsql, as the other helpers here that read tables: a SQL function with a FROM is not inlined
+-- where it is called as a value, and is then parsed and planned again on every call.
 create or replace function private.post_count(p_city_id bigint, p_lo timestamptz, p_hi timestamptz) returns bigint
-  language sql stable
-as $$ select coalesce(sum(n), 0)::bigint from private.post_window_parts(p_city_id, p_lo, p_hi) $$;
+  language plpgsql stable
+as $$
+begin
+  return (select coalesce(sum(w.n), 0)::bigint from private.post_window_parts(p_city_id, p_lo, p_hi) w);
+end
+$$;
 
 -- Where the newest-first page at p_offset starts: the posts of [p_lo, part_hi)
 -- after skipping `skip` of them. No row: the offset is past the end.
@@ -54,8 +60,10 @@ $$;
 
 -- Posts (GET posts) in the order of their ids.
 create or replace function private.posts_json(p_ids bigint[], p_city private.cities) returns json
-  language sql stable
+  language plpgsql stable
 as $$
+begin
+  return (
   select coalesce(json_agg(json_build_object(
            'id', p.id::text,
            'text', p.content,
@@ -64,7 +72,8 @@ as $$
          order by u.n), '[]'::json)
   from unnest(p_ids) with ordinality u(id, n)
   join private.posts p on p.id = u.id
-  join private.bars b on b.id = p.bar_id
+  join private.bars b on b.id = p.bar_id);
+end
 $$;
 
 -- Newest first. A group is at most a few hundred bars: its posts are counted and
@@ -92,6 +101,7 @@ declare
   v_group_id bigint;
   v_start timestamptz;
   v_skip bigint;
+  v_total bigint;
 begin
   select * into v_city from private.find_city(p_state, p_city);
   if not found then return null; end if;
@@ -128,13 +138,14 @@ begin
   -- over everything newer).
   select s.part_hi, s.skip into v_start, v_skip
   from private.post_page_start(v_city.id, v_lo, v_hi, (p_page - 1)::bigint * p_per_page) s;
+  v_total := private.post_count(v_city.id, v_lo, v_hi);  -- a variable: pagination_json is then inlined
   return json_build_object(
     'posts', private.posts_json(array(
       select p.id from private.posts p
       where v_start is not null and p.city_id = v_city.id and p.created_at >= v_lo and p.created_at < v_start
       order by p.created_at desc, p.id desc
       limit p_per_page offset v_skip), v_city),
-    'pagination', private.pagination_json(p_page, p_per_page, private.post_count(v_city.id, v_lo, v_hi)));
+    'pagination', private.pagination_json(p_page, p_per_page, v_total));
 end
 $$;
 

@@ -42,9 +42,11 @@ as $$
 $$;
 
 -- The words of a lexicon key as pg_trgm reads words (runs of letters and
--- digits), in order: "joes bar & grill" -> {joes, bar, grill}.
+-- digits), in order: "joes bar & grill" -> {joes, bar, grill}. Not strict (null
+-- gives null all the same): a strict function over a non-strict call
+-- (array_remove) is not inlined, and was planned again on every search.
 create or replace function private.search_key_words(p_key text) returns text[]
-  language sql immutable strict parallel safe
+  language sql immutable parallel safe
 as $$
   select array_remove(regexp_split_to_array(p_key collate "default", '[^[:alnum:]]+'), '')
 $$;

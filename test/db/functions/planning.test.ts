@@ -1,0 +1,129 @@
+/**
+ * The partner endpoints keep their plans (db/CONVENTIONS.md › Writing functions). A SQL-language
+ * helper that the planner does not inline is parsed and planned again each time its caller runs:
+ * a FROM in a function called as a value, an immutable wrapper over a stable call, a costly
+ * argument used twice. At 1M bars such helpers cost the feed 1.4 ms of 3.2, GET events 1.1 of 1.9
+ * (docs/performance/2026-11-26-v1.3.md). PostgreSQL's function statistics (track_functions = all)
+ * count exactly the SQL functions that ran as functions; inlined ones are never counted.
+ */
+import { familyDatabase, type Role, type Tx } from './sql';
+
+const sql = familyDatabase();
+const NOW = '2026-11-23T07:00:00Z'; // a Monday, 01:00 in Chicago
+
+/**
+ * SQL functions that may run as functions, with why: earthdistance's own (contrib, not ours), and
+ * search_fold, immutable because index expressions use it, over unaccent (stable): it is not
+ * inlined, and runs once a request on its constant argument (about 30 µs).
+ */
+const ALLOWED = new Set([
+  'public.earth',
+  'public.earth_box',
+  'public.sec_to_gc',
+  'public.gc_to_sec',
+  'private.search_fold',
+]);
+
+async function sqlFunctionCalls(
+  tx: Tx,
+  call: string,
+  params: unknown[],
+  role: Role = 'bar_partner',
+): Promise<string[]> {
+  const counts = async () =>
+    new Map(
+      (
+        await tx.query<{ name: string; calls: string }>(
+          `select f.schemaname || '.' || f.funcname as name, f.calls
+           from pg_stat_xact_user_functions f
+           join pg_proc p on p.oid = f.funcid join pg_language l on l.oid = p.prolang
+           where l.lanname = 'sql'`,
+        )
+      ).map((r) => [r.name, Number(r.calls)]),
+    );
+  const before = await counts();
+  await tx.as(role, call, params);
+  const after = await counts();
+  return [...after].filter(([name, n]) => n > (before.get(name) ?? 0) && !ALLOWED.has(name)).map(([name]) => name);
+}
+
+async function city(tx: Tx) {
+  const cityId = await tx.fx.city({
+    name: 'Chicago',
+    state: 'IL',
+    time_zone: 'America/Chicago',
+    latitude: 41.88,
+    longitude: -87.63,
+  });
+  const bars: number[] = [];
+  for (const name of ['Stage', 'Tap Room', 'Velvet Lounge']) {
+    const id = await tx.fx.bar(cityId, { name });
+    await tx.fx.alwaysOpen(id);
+    await tx.fx.occupancy(id, 40);
+    bars.push(id);
+  }
+  await tx.fx.group(cityId, 'loop', bars.slice(0, 2));
+  const user = await tx.fx.user();
+  for (const [i, id] of bars.entries()) {
+    await tx.fx.post(id, user, `post ${i}`, `2026-11-22T1${i}:30:00Z`, ['https://example.com/p.jpg']);
+    await tx.fx.event(id, {
+      title: `event ${i}`,
+      start_at: `2026-11-23T1${i}:00:00Z`,
+      end_at: `2026-11-23T2${i}:00:00Z`,
+    });
+  }
+  return bars;
+}
+
+const CALLS: [string, string, (bars: number[]) => unknown[]][] = [
+  ['bar', 'select api.bar($1, $2)', (b) => [String(b[0]), NOW]],
+  [
+    'bars, radius',
+    'select api.bars(p_latitude => 41.88, p_longitude => -87.63, p_radius => 5, p_limit => 50, p_now => $1)',
+    () => [NOW],
+  ],
+  [
+    'bars, box',
+    'select api.bars(p_corner1_latitude => 41, p_corner1_longitude => -88, p_corner2_latitude => 42, p_corner2_longitude => -87, p_now => $1)',
+    () => [NOW],
+  ],
+  ['bars, ids', 'select api.bars(p_ids => $2, p_now => $1)', (b) => [NOW, b.map(String)]],
+  ['bars, filtered', 'select api.bars(p_open_now => true, p_min_rating => 0, p_now => $1)', () => [NOW]],
+  ['bars_by_city', "select api.bars_by_city('IL', 'Chicago', p_events_today_limit => 100, p_now => $1)", () => [NOW]],
+  ['bars_by_city, group', "select api.bars_by_city('IL', 'Chicago', 'loop', p_now => $1)", () => [NOW]],
+  ['events', "select api.events('IL', 'Chicago', p_now => $1)", () => [NOW]],
+  ['events, group', "select api.events('IL', 'Chicago', p_group_slug => 'loop', p_now => $1)", () => [NOW]],
+  ['posts', "select api.posts('IL', 'Chicago', p_now => $1)", () => [NOW]],
+  ['posts, page 2', "select api.posts('IL', 'Chicago', p_per_page => 1, p_page => 2, p_now => $1)", () => [NOW]],
+  ['feed', "select api.feed('IL', 'Chicago', p_now => $1)", () => [NOW]],
+  ['feed, page 2', "select api.feed('IL', 'Chicago', p_per_page => 1, p_page => 2, p_now => $1)", () => [NOW]],
+  ['search', "select api.search('lounge')", () => []],
+  ['search, near', "select api.search('tap', 41.88, -87.63)", () => []],
+];
+
+describe('partner endpoints call no SQL helper that is planned on every call', () => {
+  test.each(CALLS)('%s', async (_name, call, params) => {
+    await sql.run(async (tx) => {
+      const bars = await city(tx);
+      await tx.query("set local track_functions = 'all'");
+      // Generic plans only: a custom plan folds an immutable helper over its (then constant)
+      // arguments by running it once, which would be counted too. What still runs is not inlined.
+      await tx.query('set local plan_cache_mode = force_generic_plan');
+      await tx.as('bar_partner', call, params(bars));
+      expect(await sqlFunctionCalls(tx, call, params(bars))).toEqual([]);
+    });
+  });
+
+  test('the check sees a helper that is not inlined', async () => {
+    await sql.run(async (tx) => {
+      await tx.query("set local track_functions = 'all'");
+      // a FROM: called as a value, never inlined
+      await tx.query(
+        'create function private.test_not_inlined(p integer) returns integer language sql stable as $$ select n from generate_series(p, p) n $$',
+      );
+      expect(await sqlFunctionCalls(tx, 'select private.test_not_inlined(1)', [], 'owner')).toEqual([
+        'private.test_not_inlined',
+      ]);
+    });
+  });
+});
