@@ -7,7 +7,7 @@
 import type { Express } from 'express';
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { fixtures, type Fixtures } from '../support/fixtures';
+import { CHICAGO, fixtures, type Fixtures } from '../support/fixtures';
 import { get } from '../support/openapi';
 import { buildApp } from '../support/partner-app';
 
@@ -23,13 +23,7 @@ describe('time zones, after-midnight hours and open now', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     f = fixtures(db.owner);
-    chicago = await f.city({
-      name: 'Chicago',
-      state: 'IL',
-      time_zone: 'America/Chicago',
-      latitude: 41.88,
-      longitude: -87.63,
-    });
+    chicago = await f.city(CHICAGO);
     newYork = await f.city({
       name: 'New York',
       state: 'NY',

@@ -23,6 +23,14 @@ export interface CityInput {
   longitude?: number;
   population?: number;
 }
+/** Chicago, where the SQL and time tests put their bars: UTC-6 in late November. */
+export const CHICAGO: CityInput = {
+  name: 'Chicago',
+  state: 'IL',
+  time_zone: 'America/Chicago',
+  latitude: 41.88,
+  longitude: -87.63,
+};
 export interface BarInput {
   name: string;
   latitude?: number;

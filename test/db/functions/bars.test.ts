@@ -3,6 +3,7 @@
  * api.bars and api.bar as bar_partner. Through HTTP: test/api/bars.test.ts; the filters one by
  * one: test/api/bar-filters-sql.test.ts.
  */
+import { CHICAGO } from '../../support/fixtures';
 import { errorOf, familyDatabase, type Tx } from './sql';
 
 const sql = familyDatabase();
@@ -24,13 +25,7 @@ const MONDAY_0300_CHICAGO = '2026-11-23T09:00:00Z';
 const SUNDAY_2159_CHICAGO = '2026-11-23T03:59:00Z';
 
 async function city(tx: Tx) {
-  const chicago = await tx.fx.city({
-    name: 'Chicago',
-    state: 'IL',
-    time_zone: 'America/Chicago',
-    latitude: 41.88,
-    longitude: -87.63,
-  });
+  const chicago = await tx.fx.city(CHICAGO);
   // Sunday 22:00-03:00: the after-midnight slot that wraps the week (Sunday into Monday)
   const owl = await tx.fx.bar(chicago, { name: 'Night Owl', price_level: 2, google_rating: 4.5 });
   await tx.fx.hours(owl, [[7, '22:00', '03:00']]);

@@ -6,6 +6,7 @@
  * (docs/performance/2026-11-26-v1.3.md). PostgreSQL's function statistics (track_functions = all)
  * count exactly the SQL functions that ran as functions; inlined ones are never counted.
  */
+import { CHICAGO } from '../../support/fixtures';
 import { familyDatabase, type Role, type Tx } from './sql';
 
 const sql = familyDatabase();
@@ -48,13 +49,7 @@ async function sqlFunctionCalls(
 }
 
 async function city(tx: Tx) {
-  const cityId = await tx.fx.city({
-    name: 'Chicago',
-    state: 'IL',
-    time_zone: 'America/Chicago',
-    latitude: 41.88,
-    longitude: -87.63,
-  });
+  const cityId = await tx.fx.city(CHICAGO);
   const bars: number[] = [];
   for (const name of ['Stage', 'Tap Room', 'Velvet Lounge']) {
     const id = await tx.fx.bar(cityId, { name });
