@@ -164,8 +164,10 @@ $$;
 -- busiest_bars of a whole city
 -------------------------------------------------------------------------------
 -- The five most intense bars open at a minute of the week. First the top 2,000
--- of the city by intensity down bar_live_city_busiest (index-only): if five of
--- them are open, they are the answer (any open bar further down ranks lower).
+-- of the city by intensity down bar_live_city_busiest (index-only), stopping at
+-- the fifth open one: if five of them are open, they are the answer (any open
+-- bar further down ranks lower). (Aggregating all 2,000 to keep five cost
+-- 1.1 ms of New York City's page by day; the walk stops after a few rows.)
 -- Otherwise (night: few bars open) the city's open bars come from their open
 -- slots, or, when its time zone has many open, the rest of its entries are walked.
 -- Custom plans: the generic plan (an average city of ~300 bars) would sort the
@@ -181,16 +183,25 @@ declare
   v_seen integer;
   v_open bigint[];
 begin
-  select array_agg(t.bar_id order by t.current_intensity desc, t.name, t.bar_id) filter (where t.open), count(*)
-    into v_ids, v_seen
-  from (
-    select l.bar_id, l.name, l.current_intensity, l.open_week @> p_minute as open
-    from private.bar_live l
-    where l.city_id = p_city_id and l.current_intensity is not null
-    order by l.current_intensity desc, l.name, l.bar_id
-    limit 2000
-  ) t;
-  if coalesce(cardinality(v_ids), 0) < 5 and v_seen = 2000 then
+  v_ids := array(
+    select t.bar_id from (
+      select l.bar_id, l.name, l.current_intensity, l.open_week
+      from private.bar_live l
+      where l.city_id = p_city_id and l.current_intensity is not null
+      order by l.current_intensity desc, l.name, l.bar_id
+      limit 2000
+    ) t
+    where t.open_week @> p_minute
+    order by t.current_intensity desc, t.name, t.bar_id
+    limit 5);
+  if cardinality(v_ids) < 5 then
+    -- fewer than five open among the top 2,000: were there 2,000 (then look further)?
+    select count(*) into v_seen from (
+      select 1 from private.bar_live l
+      where l.city_id = p_city_id and l.current_intensity is not null
+      limit 2000) x;
+  end if;
+  if cardinality(v_ids) < 5 and v_seen = 2000 then
     v_open := private.city_open_bars(p_city_id, p_minute, 5000);
     if v_open is not null then
       v_ids := array(
