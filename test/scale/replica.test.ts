@@ -7,6 +7,7 @@
 import { createPartnerGuard, type PartnerGuard } from '../../server/credentials/guard';
 import { migrateDatabase } from '../../db/tools/migrate';
 import { createPool, type Pool } from '../../server/db/pools';
+import { dbReplicaLag } from '../../server/metrics';
 import { ReadRoutingPool } from '../../server/db/read-pool';
 import { createPartnerApp } from '../../server/http/app';
 import { postgresCheck } from '../../server/http/health';
@@ -31,13 +32,22 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
   let server: Listening;
   let barId: number;
 
-  // Backends report their counters when they exit (or after up to 10 s idle): end the pools' backends first.
+  // Backends report their counters when they exit (or after up to 10 s idle): end the pools' backends
+  // first, and wait until they are gone from pg_stat_activity (a backend's counters are flushed before
+  // it leaves that view), however long a busy machine takes.
   const flushStats = async () => {
-    for (const server of [pair.primary, pair.replica])
-      await server.query(
-        "select pg_terminate_backend(pid) from pg_stat_activity where application_name in ('tests-primary', 'tests-read-read')",
-      );
-    await new Promise((r) => setTimeout(r, 300));
+    for (const server of [pair.primary, pair.replica]) {
+      const ended = (
+        await server.query<{ pid: number }>(
+          "select pid from pg_stat_activity where application_name in ('tests-primary', 'tests-read-read') and pg_terminate_backend(pid)",
+        )
+      ).map((r) => r.pid);
+      const deadline = Date.now() + 10_000;
+      while ((await server.query('select 1 from pg_stat_activity where pid = any($1)', [ended])).length) {
+        if (Date.now() > deadline) throw new Error('the pools’ backends did not exit within 10 s');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
   };
   const xacts = async (which: 'primary' | 'replica') =>
     Number(
@@ -48,6 +58,19 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
         )
       )[0]!.n,
     );
+
+  // Until its first lag measurement a replica is skipped (the primary serves): on a busy machine
+  // that can take longer than the test's first requests.
+  const replicaMeasuredCurrent = async () => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const lag = (await dbReplicaLag.get()).values.find((v) => v.labels.replica === 'replica:1')?.value;
+      if (lag !== undefined && lag < 1) return;
+      if (Date.now() > deadline)
+        throw new Error(`the replica was not measured current within 15 s (lag ${String(lag)} s)`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
 
   beforeAll(async () => {
     pair = await startReplicatedPair(async (primary) => {
@@ -93,6 +116,7 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
   test('endpoint queries run on the replica (its pg_stat_database moves, the primary’s does not); a change on the primary arrives through it', async () => {
     const { apiKey } = await issueKey(owner);
     expect((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status).toBe(200); // identity cached
+    await replicaMeasuredCurrent();
     await flushStats();
     const [p0, r0] = [await xacts('primary'), await xacts('replica')];
     for (let i = 0; i < 40; i++) {
