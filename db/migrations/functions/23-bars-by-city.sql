@@ -200,21 +200,21 @@ begin
       select 1 from private.bar_live l
       where l.city_id = p_city_id and l.current_intensity is not null
       limit 2000) x;
-  end if;
-  if cardinality(v_ids) < 5 and v_seen = 2000 then
-    v_open := private.city_open_bars(p_city_id, p_minute, 5000);
-    if v_open is not null then
-      v_ids := array(
-        select l.bar_id from private.bar_live l
-        where l.bar_id = any (v_open) and l.current_intensity is not null
-        order by l.current_intensity desc, l.name, l.bar_id
-        limit 5);
-    else
-      v_ids := array(
-        select l.bar_id from private.bar_live l
-        where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
-        order by l.current_intensity desc, l.name, l.bar_id
-        limit 5);
+    if v_seen = 2000 then
+      v_open := private.city_open_bars(p_city_id, p_minute, 5000);
+      if v_open is not null then
+        v_ids := array(
+          select l.bar_id from private.bar_live l
+          where l.bar_id = any (v_open) and l.current_intensity is not null
+          order by l.current_intensity desc, l.name, l.bar_id
+          limit 5);
+      else
+        v_ids := array(
+          select l.bar_id from private.bar_live l
+          where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
+          order by l.current_intensity desc, l.name, l.bar_id
+          limit 5);
+      end if;
     end if;
   end if;
   return (
