@@ -115,8 +115,11 @@ describeWithPg('PostgreSQL connection slots exhausted by another client', () => 
     }
     expect(answers.map((a) => a.status)).toEqual(Array(20).fill(503));
     expect(answers.every((a) => a.retryAfter !== null && Number(a.retryAfter) > 0)).toBe(true);
+    // "At once": refused by PostgreSQL (53300), not waiting out the pool's connection timeout (5 s)
+    // or hanging. Half that timeout tells the two apart on a loaded machine too, where a refused
+    // connection (a backend forked, then turned away) has taken close to a second.
     const slowest = Math.max(...answers.map((a) => a.ms));
-    expect(slowest).toBeLessThan(500);
+    expect(slowest).toBeLessThan(2500);
 
     const hogged = hog.length;
     await Promise.all(hog.splice(0).map((c) => c.end()));
