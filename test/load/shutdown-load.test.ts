@@ -157,6 +157,11 @@ describe('SIGTERM under real keep-alive load (server in its own process)', () =>
       const before = await usageCount();
       const server = await startServer(db, {
         REDIS_URL: withRedis ? redis.url : '',
+        // Past the per-request Redis budget a request is counted in process, and in Redis too if the
+        // late command still runs (docs/CREDENTIALS.md › When Redis fails): the exact count below then
+        // no longer holds. The default 50 ms was once exceeded on a loaded CI machine; the budget is
+        // not what this test is about (test/credentials/redis-script.test.ts › a frozen Redis is).
+        REDIS_BUDGET_MS: '2000',
         WEB_CONCURRENCY: String(workers),
       });
       const { code, ms, signalledAt, outcomes } = await loadThenTerminate(server, apiKey, barId, clients);
@@ -194,6 +199,9 @@ describe('SIGTERM under real keep-alive load (server in its own process)', () =>
       expect(outcomes.keepAliveSentAt.filter((t) => t > drainFrom)).toEqual([]);
       expect(outcomes.closeAfterSignal).toBeGreaterThan(0);
       expect(server.logs.map((l) => l.msg)).not.toContain('shutdown deadline passed; exiting');
+      expect(server.logs.map((l) => l.msg)).not.toContain(
+        'Redis circuit open: rate limits and usage count in process until a probe answers',
+      );
       // Every answered request is counted (the final flush wrote the last batch).
       expect((await usageCount()) - before).toBe(outcomes.ok);
     },
