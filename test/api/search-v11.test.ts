@@ -52,10 +52,12 @@ describe('GET search (v1.1)', () => {
     ids.osaka = await f.bar(c, { name: 'Café Ōsaka', google_ratings_total: 3 });
     ids.oreilly = await f.bar(c, { name: 'O’Reilly’s Pub', google_ratings_total: 3 });
     ids.senor = await f.bar(c, { name: "Señor Frog's", google_ratings_total: 3 });
-    // 1,205 "Capped Bar N" (popularity N, further north with N) and 1,001 "Edge Bar N" in Farville.
+    // 1,205 "Capped Bar N" (popularity N, further north with N) and 1,001 "Edge Bar N" in Farville. The
+    // Capped bars in a shuffled order: cube's GiST (bars_geo) degenerates on collinear points inserted in order.
     await db.owner.query(
       `insert into private.bars (city_id, name, address, latitude, longitude, google_ratings_total)
-       select $1::bigint, 'Capped Bar ' || g, '1 Main St', 45 + g / 10000.0, -69, g from generate_series(1, 1205) g
+       select $1::bigint, 'Capped Bar ' || g, '1 Main St', 45 + g / 10000.0, -69, g
+       from (select g from generate_series(1, 1205) g order by g * 7919 % 1213) s
        union all
        select $1::bigint, 'Edge Bar ' || g, '1 Main St', 45, -69, g from generate_series(1, 1001) g`,
       [ids.far],
