@@ -19,6 +19,7 @@ import { RedisExportSlots } from '../../server/http/routes/export';
 import { TEST_PARTNER, buildApp, testGuard } from '../support/partner-app';
 import { describeWithRedis, redisUrl } from '../support/redis';
 import { testClock } from '../support/clock';
+import { waitFor } from '../support/wait';
 
 const PREFIX = '/api/v1/partner';
 const BARS = 1500;
@@ -117,15 +118,6 @@ async function exportActivity(): Promise<{ state: string; query: string }[]> {
      where datname = current_database() and pid <> pg_backend_pid()
        and (query ilike 'fetch%' or query ilike '%export_bars%') and state <> 'idle'`,
   );
-}
-
-async function waitFor(check: () => Promise<boolean>, ms = 5000): Promise<boolean> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const SEED_ANCHOR = new Date('2026-11-20T12:00:00Z');
@@ -298,10 +290,10 @@ describe('export/bars', () => {
     try {
       const p = await startPaused('/export/bars', (slow.address() as AddressInfo).port);
       expect(p.res.statusCode).toBe(200);
-      expect(await waitFor(async () => (await exportActivity()).length > 0)).toBe(true); // cursor open, fetching
+      expect(await waitFor(async () => (await exportActivity()).length > 0, 5000)).toBe(true); // cursor open, fetching
       p.req.destroy();
-      expect(await waitFor(async () => (await exportActivity()).length === 0)).toBe(true);
-      expect(await waitFor(async () => pool.totalCount > 0 && pool.totalCount === pool.idleCount)).toBe(true);
+      expect(await waitFor(async () => (await exportActivity()).length === 0, 5000)).toBe(true);
+      expect(await waitFor(async () => pool.totalCount > 0 && pool.totalCount === pool.idleCount, 5000)).toBe(true);
       expect(p.first).not.toMatch(/"type":"end"/);
     } finally {
       slow.closeAllConnections();
@@ -323,7 +315,7 @@ describe('export/bars', () => {
            and query ilike '%export_bars%'`,
         )
       ).length === 2;
-    expect(await waitFor(waiting)).toBe(true);
+    expect(await waitFor(waiting, 5000)).toBe(true);
     const three = await get('/export/bars?state=TX');
     await locker.query('commit');
     locker.release();
@@ -466,6 +458,7 @@ describeWithRedis('export slots in Redis', () => {
                  and query ilike '%export_bars%'`,
               )
             ).length === 2,
+          5000,
         ),
       ).toBe(true);
       const third = await get('/export/bars?state=TX', {}, a); // this instance runs one: the key runs two

@@ -3,6 +3,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { startWebhookRunner, type WebhookRunner } from '../../server/webhooks/runner';
 import { maintenanceCrontab, maintenanceTasks } from '../../server/maintenance/tasks';
+import { waitFor } from '../support/wait';
 
 describe('maintenance tasks on the shared queue', () => {
   let db: TestDatabase;
@@ -43,17 +44,16 @@ describe('maintenance tasks on the shared queue', () => {
     );
     runner = await startWebhookRunner({ databaseUrl: db.url, pollInterval: 100, tasks: maintenanceTasks });
     await db.owner.query(`select graphile_worker.add_job('bar_next_events_refresh')`);
-    const until = Date.now() + 15_000;
     let body = '';
-    while (Date.now() < until) {
-      const { rows } = await db.owner.query<{ body: string; valid_until: Date }>(
-        'select body, valid_until from private.bar_next_events where bar_id = $1',
+    const refreshed = async () => {
+      const { rows } = await db.owner.query<{ body: string }>(
+        'select body from private.bar_next_events where bar_id = $1',
         [bar],
       );
       body = rows[0]!.body;
-      if (body === fresh.rows[0]!.body) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return body === fresh.rows[0]!.body;
+    };
+    await waitFor(refreshed, 15_000, 100);
     expect(body).toBe(fresh.rows[0]!.body);
   });
 });

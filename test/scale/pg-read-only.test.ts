@@ -13,6 +13,7 @@ import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { replicationBinariesMissing, startStandalonePg, type StandalonePg } from '../support/pg-replication';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { sleep } from '../support/wait';
 
 const missing = replicationBinariesMissing();
 if (missing) process.stdout.write(`[tests] read-only primary test SKIPPED: ${missing}\n`);
@@ -20,7 +21,6 @@ const describeWithPg = missing ? describe.skip : describe;
 
 const DB = 'bars';
 const READ_ONLY_MS = 6000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describeWithPg('a primary that refuses writes for some seconds, under load', () => {
   let pg15: StandalonePg;

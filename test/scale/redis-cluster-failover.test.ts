@@ -11,12 +11,11 @@ import { fixtures } from '../support/fixtures';
 import { awaitRoomInMinute, bearer, createPlan, issueKey } from '../support/partner';
 import { OwnRedisCluster, redisClusterBinariesMissing } from '../support/redis-cluster';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { sleep } from '../support/wait';
 
 const missing = redisClusterBinariesMissing();
 if (missing) process.stdout.write(`[tests] Redis Cluster failover test SKIPPED: ${missing}\n`);
 const describeWithCluster = missing ? describe.skip : describe;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describeWithCluster('a Redis Cluster master killed under load (two instances)', () => {
   let db: TestDatabase;

@@ -10,9 +10,9 @@ import { fixtures } from '../support/fixtures';
 import { awaitRoomInMinute, bearer, createPlan, issueKey, silentLogger } from '../support/partner';
 import { OwnRedisServer } from '../support/redis-server';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { sleep } from '../support/wait';
 
 const OOM_MS = 5000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('Redis out of memory for some seconds, under load', () => {
   let db: TestDatabase;

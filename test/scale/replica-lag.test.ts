@@ -15,6 +15,7 @@ import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { replicationBinariesMissing, startReplicatedPair, type ReplicatedPair } from '../support/pg-replication';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { sleep, waitFor } from '../support/wait';
 
 const missing = replicationBinariesMissing();
 if (missing) process.stdout.write(`[tests] replica lag test SKIPPED: ${missing}\n`);
@@ -24,8 +25,6 @@ const DB = 'bars';
 const MAX_LAG_MS = 1500;
 /** Slack for the client-side measurement: request and commit durations around the server's own bound. */
 const SLACK_MS = 250;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('DATABASE_READ_MAX_LAG_MS', () => {
   test('default 5000; a whole number of milliseconds from 100 to 3600000', () => {
@@ -118,8 +117,7 @@ describeWithPg('a read replica that falls behind (replay paused)', () => {
     };
 
     // The first measurement: the replica is current and serving.
-    const deadline = Date.now() + 10_000;
-    while (((await lagGauge()) ?? Infinity) * 1000 > MAX_LAG_MS && Date.now() < deadline) await sleep(100);
+    await waitFor(async () => ((await lagGauge()) ?? Infinity) * 1000 <= MAX_LAG_MS, 10_000, 100);
     expect((await lagGauge())! * 1000).toBeLessThanOrEqual(MAX_LAG_MS);
     // The replica serves: within 15 s some answer comes from it. The requests go five at a time, so
     // they use several of the read pool's connections: the lag measurement runs on that pool too and

@@ -16,6 +16,7 @@ import { listen, type Listening } from '../support/http';
 import { bearer, issueKey, silentLogger } from '../support/partner';
 import { replicationBinariesMissing, startReplicatedPair, type ReplicatedPair } from '../support/pg-replication';
 import { testClock } from '../support/clock';
+import { waitFor } from '../support/wait';
 
 const missing = replicationBinariesMissing();
 if (missing) process.stdout.write(`[tests] read replica tests SKIPPED: ${missing}\n`);
@@ -42,11 +43,9 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
           "select pid from pg_stat_activity where application_name in ('tests-primary', 'tests-read-read') and pg_terminate_backend(pid)",
         )
       ).map((r) => r.pid);
-      const deadline = Date.now() + 10_000;
-      while ((await server.query('select 1 from pg_stat_activity where pid = any($1)', [ended])).length) {
-        if (Date.now() > deadline) throw new Error('the pools’ backends did not exit within 10 s');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const exited = async () =>
+        (await server.query('select 1 from pg_stat_activity where pid = any($1)', [ended])).length === 0;
+      if (!(await waitFor(exited, 10_000))) throw new Error('the pools’ backends did not exit within 10 s');
     }
   };
   const xacts = async (which: 'primary' | 'replica') =>
@@ -62,14 +61,13 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
   // Until its first lag measurement a replica is skipped (the primary serves): on a busy machine
   // that can take longer than the test's first requests.
   const replicaMeasuredCurrent = async () => {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const lag = (await dbReplicaLag.get()).values.find((v) => v.labels.replica === 'replica:1')?.value;
-      if (lag !== undefined && lag < 1) return;
-      if (Date.now() > deadline)
-        throw new Error(`the replica was not measured current within 15 s (lag ${String(lag)} s)`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let lag: number | undefined;
+    const current = async () => {
+      lag = (await dbReplicaLag.get()).values.find((v) => v.labels.replica === 'replica:1')?.value;
+      return lag !== undefined && lag < 1;
+    };
+    if (!(await waitFor(current, 15_000, 100)))
+      throw new Error(`the replica was not measured current within 15 s (lag ${String(lag)} s)`);
   };
 
   beforeAll(async () => {
@@ -130,13 +128,12 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
     expect(p1 - p0).toBeLessThan(5); // the stats reads themselves and the change listener, not the 40 requests
 
     await owner.query('update private.bars set name = $1 where id = $2', ['Renamed on the primary', barId]);
-    const deadline = Date.now() + 5000;
     let name = '';
-    while (Date.now() < deadline) {
+    const renamed = async () => {
       name = JSON.parse((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).body).bar.name;
-      if (name === 'Renamed on the primary') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+      return name === 'Renamed on the primary';
+    };
+    await waitFor(renamed, 5000, 20);
     expect(name).toBe('Renamed on the primary');
 
     const ready = await server.get('/readyz');

@@ -21,6 +21,7 @@ import { fixtures } from '../support/fixtures';
 import { bearer, createPlan, issueKey } from '../support/partner';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 import { databaseUrl } from '../support/urls';
+import { waitFor } from '../support/wait';
 
 const PG_BIN = process.env.PG_TEST_BIN || '/usr/lib/postgresql/15/bin';
 const missing = ['pg_dump', 'pg_restore', 'psql'].find((b) => !fs.existsSync(path.join(PG_BIN, b)));
@@ -29,7 +30,6 @@ const describeWithPg = missing ? describe.skip : describe;
 
 const root = path.resolve(__dirname, '../..');
 const open = webhookSettings({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The documented command block: the fenced block after `<!-- restore-drill -->` in docs/OPERATIONS.md. */
 function documentedDrill(): string {
@@ -147,8 +147,7 @@ describeWithPg('restore drill: pg_dump of a live database, restored, served by a
     const clients = Array.from({ length: 4 }, client);
     try {
       // The first periodic usage flush (5 s) has written something before the dump.
-      const until = Date.now() + 15_000;
-      while ((await usage(db.url, keyId)) === 0 && Date.now() < until) await sleep(200);
+      await waitFor(async () => (await usage(db.url, keyId)) > 0, 15_000, 200);
       const before = await usage(db.url, keyId);
       expect(before).toBeGreaterThan(0);
 
@@ -207,8 +206,7 @@ describeWithPg('restore drill: pg_dump of a live database, restored, served by a
       const wh = new Webhook(secret);
       const types = () =>
         hooks.map((h) => (wh.verify(h.body, h.headers as Record<string, string>) as { type: string }).type);
-      const until2 = Date.now() + 10_000;
-      while (!types().includes('subscriber.suspended') && Date.now() < until2) await sleep(100);
+      await waitFor(() => types().includes('subscriber.suspended'), 10_000, 100);
       // key.revoked: sent by the first server before the dump (delivered, so not sent again by the second)
       expect(types()).toEqual(['key.revoked', 'subscriber.suspended']);
       process.stdout.write(
