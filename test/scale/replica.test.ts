@@ -171,12 +171,12 @@ describeWithPg('read replicas (own PostgreSQL primary + streaming replica)', () 
     await pair.replica.start();
     await flushStats();
     const before = await xacts('replica');
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
+    const servedAgain = async () => {
       expect((await server.get(`/api/v1/partner/bars/${barId}`, bearer(apiKey))).status).toBe(200);
       await flushStats();
-      if ((await xacts('replica')) - before >= 3) break;
-    }
+      return (await xacts('replica')) - before >= 3;
+    };
+    await waitFor(servedAgain, 10_000, 0);
     expect((await xacts('replica')) - before).toBeGreaterThanOrEqual(3);
   });
 });
