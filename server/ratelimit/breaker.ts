@@ -3,7 +3,8 @@
  *
  * - Every Redis call made for a request runs under a budget (REDIS_BUDGET_MS,
  *   default 50 ms): past it the request is answered from the in-process
- *   fallback; the late reply is ignored.
+ *   fallback; a late reply of the rate-limit script has its count given back
+ *   (limiters.ts), any other late reply is ignored.
  * - One failure (timeout, error, or a client that is not ready) opens the
  *   circuit: from then on every request uses the fallback at once, without
  *   touching Redis. While open, one probe (PING under the same budget) runs
@@ -18,6 +19,8 @@ import type { Logger } from '../log';
 import { redisReady, type RedisClient } from '../redis';
 
 export class BudgetExceeded extends Error {
+  /** The call that ran out of budget: it may still be answered (a stall shorter than the client's command timeout). */
+  late?: Promise<unknown>;
   constructor(ms: number) {
     super(`Redis did not answer within ${ms} ms`);
   }
@@ -67,9 +70,10 @@ export class RedisBreaker {
       throw new Error(this.isOpen ? 'Redis circuit open' : 'Redis not connected');
     }
     let timer: NodeJS.Timeout | undefined;
+    let pending: Promise<T> | undefined;
     try {
       const result = await Promise.race([
-        call(),
+        (pending = call()),
         new Promise<never>((_, reject) => {
           // Timers run before I/O callbacks in the event loop: on a busy loop the reply may already be
           // waiting. setImmediate runs after the I/O phase, so a reply that arrived in time wins the race.
@@ -82,6 +86,7 @@ export class RedisBreaker {
       redisFallback.set(0);
       return result;
     } catch (err) {
+      if (err instanceof BudgetExceeded) err.late = pending;
       this.open(err as Error);
       throw err;
     } finally {

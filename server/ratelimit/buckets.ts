@@ -37,7 +37,8 @@ const LETTER: Record<Bucket, string> = { minute: 'm', day: 'd', month: 'M' };
 export const BUCKETS_LUA = `
 -- KEYS: minute, day, month counters; usage hash
 -- ARGV: limits (-1 = unlimited) x3, counter expiry (ms since epoch) x3, usage field, usage expiry, op, now (ms),
---       weight (requests this one counts as: a GraphQL query's points; 0 counts nothing and refuses nothing)
+--       weight (requests this one counts as: a GraphQL query's points; 0 counts nothing and refuses nothing;
+--       a refund gives back as many)
 -- The usage hash also holds '#v' (a version bumped by every change, for idempotent flushes) and '#t' (last use).
 local op = ARGV[9]
 local weight = tonumber(ARGV[11] or '1')
@@ -47,10 +48,11 @@ if op == 'refund' then
   for i = 1, 3 do
     if tonumber(ARGV[i]) >= 0 then
       local c = tonumber(redis.call('GET', KEYS[i]) or '0')
-      if c > 0 then counts[i] = redis.call('DECR', KEYS[i]) end
+      if c > 0 then counts[i] = redis.call('DECRBY', KEYS[i], math.min(c, weight)) end
     end
   end
-  if tonumber(redis.call('HGET', KEYS[4], ARGV[7]) or '0') > 0 then redis.call('HINCRBY', KEYS[4], ARGV[7], -1) end
+  local u = tonumber(redis.call('HGET', KEYS[4], ARGV[7]) or '0')
+  if u > 0 then redis.call('HINCRBY', KEYS[4], ARGV[7], -math.min(u, weight)) end
   return {0, counts[1], counts[2], counts[3]}
 end
 local rejected = 0
@@ -180,7 +182,7 @@ export class LocalBuckets {
     if (op === 'refund') {
       BUCKETS.forEach((b, i) => {
         const c = counter(i);
-        if (limits[b] !== null && c && c.hits > 0) used[b] = --c.hits;
+        if (limits[b] !== null && c && c.hits > 0) used[b] = c.hits = Math.max(0, c.hits - weight);
       });
       return { used, shared: false };
     }

@@ -29,9 +29,9 @@ import { GRAPHQL_ROUTE } from '../contract/endpoints';
 import { sendError } from '../contract/errors';
 import { NO_ENDPOINT } from '../contract/match';
 import type { Logger } from '../log';
-import { rateLimitLocalRefusals, rateLimitRejections } from '../metrics';
+import { rateLimitLateCountsGivenBack, rateLimitLocalRefusals, rateLimitRejections } from '../metrics';
 import type { RedisClient } from '../redis';
-import type { RedisBreaker } from './breaker';
+import { BudgetExceeded, type RedisBreaker } from './breaker';
 import {
   defineBucketsCommand,
   evaluateShared,
@@ -237,9 +237,33 @@ class ThreeBucketStore {
           { err: { message: (err as Error).message } },
           'Redis rate-limit evaluation failed; counting in process',
         );
+        if (op === 'hit' && err instanceof BudgetExceeded && err.late) this.giveBackIfLate(ctx, err.late);
       }
     }
     return this.local.evaluate(ctx.keyId, ctx.limits, w, op, ctx.weight ?? 1);
+  }
+
+  /**
+   * A hit that ran out of its budget is counted in process. If Redis runs it all the same (a stall
+   * shorter than the client's command timeout, 1 s), the reply still arrives: its count there is
+   * given back at once, on the same connection, so the request counts once (docs/CREDENTIALS.md).
+   */
+  private giveBackIfLate(ctx: RateLimitContext, late: Promise<unknown>): void {
+    const { redis, redisPrefix, logger } = this.options;
+    const weight = ctx.weight ?? 1;
+    late
+      .then(async (reply) => {
+        const counted = reply as Outcome;
+        if (counted.rejectedBy || weight <= 0) return; // the script counted it in no bucket
+        await evaluateShared(redis!, redisPrefix, ctx.keyId, ctx.limits, ctx.windows!, ctx.endpoint!, 'refund', weight);
+        rateLimitLateCountsGivenBack.inc();
+        logger.warn(
+          { keyId: ctx.keyId },
+          'a request counted in process after its Redis budget ran out was counted in Redis too; given back there',
+        );
+      })
+      // Rejected: no reply within the client's command timeout (Redis may still run it later: CREDENTIALS.md).
+      .catch(() => undefined);
   }
 
   /** The buckets' counts without counting this request (GET usage): Redis when available, else in process. */

@@ -9,6 +9,8 @@ import { createPartnerGuard } from '../../server/credentials/guard';
 import { createPartnerApp } from '../../server/http/app';
 import pino from 'pino';
 import type { RedisBreaker } from '../../server/ratelimit/breaker';
+import { evaluateShared, LocalBuckets, usageKey, windowsAt } from '../../server/ratelimit/buckets';
+import { rateLimitLateCountsGivenBack } from '../../server/metrics';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { SharedUsage } from '../../server/usage/shared';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -121,6 +123,29 @@ describe('the limiter in Redis (own redis-server)', () => {
     // real time: usage days and rate-limit windows follow the server's real clock, not TEST_CLOCK
     const usage = await probe.hgetall(`rs:{${keyId}}:u:${new Date().toISOString().slice(0, 10)}`);
     expect(Number(usage.test_endpoint)).toBe(4);
+  });
+
+  test("a refund gives back its weight (a GraphQL query's points), in Redis and in process, never below zero", async () => {
+    await awaitRoomInMinute(5000);
+    const limits = { minute: 100, day: 1000, month: null };
+    const w = windowsAt(Date.now());
+    const inRedis = (op: 'hit' | 'refund', weight: number) =>
+      evaluateShared(client, 'wt:', 'k1', limits, w, 'graphql', op, weight);
+    const usage = () => probe.hget(usageKey('wt:', 'k1', w.day), 'graphql');
+    expect((await inRedis('hit', 5)).used).toEqual({ minute: 5, day: 5, month: 0 });
+    expect((await inRedis('refund', 3)).used).toEqual({ minute: 2, day: 2, month: 0 });
+    expect(await usage()).toBe('2');
+    expect((await inRedis('refund', 5)).used).toEqual({ minute: 0, day: 0, month: 0 });
+    expect(await usage()).toBe('0');
+
+    const local = new LocalBuckets();
+    try {
+      expect(local.evaluate('k1', limits, w, 'hit', 5).used).toEqual({ minute: 5, day: 5, month: 0 });
+      expect(local.evaluate('k1', limits, w, 'refund', 3).used).toEqual({ minute: 2, day: 2, month: 0 });
+      expect(local.evaluate('k1', limits, w, 'refund', 5).used).toEqual({ minute: 0, day: 0, month: 0 });
+    } finally {
+      local.shutdown();
+    }
   });
 
   test("a 304's refund does not hold the answer: sent while Redis is frozen, the refund lands behind it", async () => {
@@ -256,6 +281,64 @@ describe('a frozen Redis (SIGSTOP)', () => {
     await db?.drop();
   });
 
+  test('a request counted in process after its budget ran out counts once: the late count in Redis is given back', async () => {
+    await awaitRoomInMinute(10_000);
+    const guard = await createPartnerGuard({
+      pool: db.partnerPool(),
+      databaseUrl: db.url,
+      logger: silentLogger,
+      redis: client,
+      redisPrefix: 'late:',
+      redisBudgetMs: 40,
+      redisProbeMs: 100,
+      usageFlushMs: 60_000,
+    });
+    const app = createPartnerApp({
+      config: { env: 'test' },
+      logger: silentLogger,
+      pool: db.partnerPool(),
+      guard: guard.handlers,
+      clock: testClock,
+    });
+    const server = await listen(app);
+    const givenBack = async () => (await rateLimitLateCountsGivenBack.get()).values[0]?.value ?? 0;
+    let closed = false;
+    try {
+      const { apiKey, keyId } = await issueKey(db.owner, {
+        plan: await createPlan(db.owner, 1000, 100_000, 1_000_000),
+      });
+      expect((await server.get(TEST, bearer(apiKey))).status).toBe(200); // counted in Redis
+      const before = await givenBack();
+
+      redisServer.freeze();
+      const stalled = await server.get(TEST, bearer(apiKey)); // past its 40 ms budget: counted in process
+      expect(stalled.status).toBe(200);
+      expect(guard.breaker!.isOpen).toBe(true);
+      redisServer.freeze(false); // well within the client's 1 s command timeout: Redis runs the script now
+
+      expect(await waitFor(async () => (await givenBack()) === before + 1, 5000)).toBe(true);
+      expect(await waitFor(() => !guard.breaker!.isOpen, 5000)).toBe(true);
+      // In Redis: the first request only (without the give-back the stalled one would be there too).
+      const minuteKeys = await client.keys(`late:{${keyId}}:m:*`);
+      expect(minuteKeys).toHaveLength(1);
+      expect(await client.get(minuteKeys[0]!)).toBe('1');
+      const [usageHash] = await client.keys(`late:{${keyId}}:u:*`);
+      expect(await client.hget(usageHash!, 'test_endpoint')).toBe('1');
+
+      // In PostgreSQL, after both flushes (close): two requests, each counted once.
+      await guard.close();
+      closed = true;
+      const { rows } = await db.owner.query(
+        'select endpoint, requests::int from admin.daily_usage where api_key_id = $1 order by endpoint',
+        [keyId],
+      );
+      expect(rows).toEqual([{ endpoint: 'test_endpoint', requests: 2 }]);
+    } finally {
+      await server.close();
+      if (!closed) await guard.close();
+    }
+  });
+
   test('costs one request at most the budget, then none (circuit open, in-process counting); a probe closes it after SIGCONT', async () => {
     await awaitRoomInMinute(20_000);
     const guard = await createPartnerGuard({
@@ -319,8 +402,9 @@ describe('a frozen Redis (SIGSTOP)', () => {
       redisServer.freeze(false);
       expect(await waitFor(() => !guard.breaker!.isOpen, 5000)).toBe(true);
       // Shared counting again: the count in Redis continues from before the freeze (not the in-process count
-      // of the ten requests during it). The command that ran out of budget may or may not have run in Redis
-      // when it thawed (it sat in the socket buffer), so the expected figure is read from Redis itself.
+      // of the ten requests during it). The command that ran out of budget ran in Redis when it thawed (it sat
+      // in the socket buffer); its count there was given back if its reply came within the client's 1 s command
+      // timeout (the freeze may last longer on a loaded machine), so the expected figure is read from Redis itself.
       const minuteKeys = await client.keys(`frz:{${keyId}}:m:*`);
       expect(minuteKeys).toHaveLength(1);
       const inRedis = Number(await client.get(minuteKeys[0]!));
