@@ -281,16 +281,16 @@ describe('a frozen Redis (SIGSTOP)', () => {
     await db?.drop();
   });
 
-  test('a request counted in process after its budget ran out counts once: the late count in Redis is given back', async () => {
-    await awaitRoomInMinute(10_000);
+  /** A partner app whose Redis calls have a 40 ms budget, on this describe's freezable redis-server. */
+  async function partnerOnFrozenRedis(redisPrefix: string, redisProbeMs: number) {
     const guard = await createPartnerGuard({
       pool: db.partnerPool(),
       databaseUrl: db.url,
       logger: silentLogger,
       redis: client,
-      redisPrefix: 'late:',
+      redisPrefix,
       redisBudgetMs: 40,
-      redisProbeMs: 100,
+      redisProbeMs,
       usageFlushMs: 60_000,
     });
     const app = createPartnerApp({
@@ -300,7 +300,12 @@ describe('a frozen Redis (SIGSTOP)', () => {
       guard: guard.handlers,
       clock: testClock,
     });
-    const server = await listen(app);
+    return { guard, server: await listen(app) };
+  }
+
+  test('a request counted in process after its budget ran out counts once: the late count in Redis is given back', async () => {
+    await awaitRoomInMinute(10_000);
+    const { guard, server } = await partnerOnFrozenRedis('late:', 100);
     const givenBack = async () => (await rateLimitLateCountsGivenBack.get()).values[0]?.value ?? 0;
     let closed = false;
     try {
@@ -341,24 +346,7 @@ describe('a frozen Redis (SIGSTOP)', () => {
 
   test('costs one request at most the budget, then none (circuit open, in-process counting); a probe closes it after SIGCONT', async () => {
     await awaitRoomInMinute(20_000);
-    const guard = await createPartnerGuard({
-      pool: db.partnerPool(),
-      databaseUrl: db.url,
-      logger: silentLogger,
-      redis: client,
-      redisPrefix: 'frz:',
-      redisBudgetMs: 40,
-      redisProbeMs: 200,
-      usageFlushMs: 60_000,
-    });
-    const app = createPartnerApp({
-      config: { env: 'test' },
-      logger: silentLogger,
-      pool: db.partnerPool(),
-      guard: guard.handlers,
-      clock: testClock,
-    });
-    const server = await listen(app);
+    const { guard, server } = await partnerOnFrozenRedis('frz:', 200);
     try {
       const plan = await createPlan(db.owner, 3, null, null); // three limited buckets: the old limiter paid 3 s per request
       const { apiKey, keyId } = await issueKey(db.owner, {
