@@ -206,13 +206,14 @@ export const compressedCacheBytes = new Gauge({
   registers: [registry],
 });
 
-/** 429s answered from the process's memory of a full bucket, without Redis (ratelimit/limiters.ts). */
+/** Late rate-limit script replies whose count was given back in Redis (ratelimit/limiters.ts giveBackIfLate). */
 export const rateLimitLateCountsGivenBack = new Counter({
   name: 'partner_rate_limit_late_counts_given_back_total',
   help: 'Requests counted in process after their Redis budget ran out that Redis then counted too, given back there',
   registers: [registry],
 });
 
+/** 429s answered from the process's memory of a full bucket, without Redis (ratelimit/limiters.ts). */
 export const rateLimitLocalRefusals = new Counter({
   name: 'partner_rate_limit_local_refusals_total',
   help: 'Requests refused with 429 locally (the key was refused earlier in the same window), by bucket',
