@@ -35,6 +35,11 @@ export const STOP_ACCEPTING_WAIT_MS = 1000;
 /** A worker signalled directly waits this long for the primary's messages, then drains on its own. */
 export const WORKER_SIGNAL_WAIT_MS = 2000;
 
+/** The partner listener's drain ends at 60 % of the shutdown timeout (docs/OPERATIONS.md › Shutdown). */
+export function drainDeadlineMs(shutdownTimeoutMs: number): number {
+  return Math.floor(shutdownTimeoutMs * 0.6);
+}
+
 export function isCommand(message: unknown, cmd: string): boolean {
   return isRecord(message) && message.cmd === cmd;
 }
@@ -85,7 +90,7 @@ export function installShutdown(o: ShutdownOptions): { stopping: () => boolean }
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
     if (listener.drain) {
-      const drained = await listener.drain(Math.floor(config.shutdownTimeoutMs * 0.6));
+      const drained = await listener.drain(drainDeadlineMs(config.shutdownTimeoutMs));
       logger.info({ ms: Date.now() - started, ...drained }, 'partner listener closed');
     }
     const workers = o.workers();

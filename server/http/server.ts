@@ -88,6 +88,11 @@ function rawAnswer(res: http.ServerResponse, status: number, reason: string, mes
   res.end(body);
 }
 
+/** How long the drain lets a keep-alive connection sit idle before closing it: 1 s, less for a short deadline. */
+export function drainIdleGraceMs(deadlineMs: number): number {
+  return Math.min(1000, Math.floor(deadlineMs / 4));
+}
+
 export interface PartnerServer extends http.Server {
   /**
    * Closes the net listener only: connections already accepted (and queued) go on as before,
@@ -230,7 +235,7 @@ export function createPartnerServer(
       // Busy connections close after their Connection: close answer. A keep-alive connection is
       // closed only once it has been idle for the grace period: one that just got its answer may
       // already carry the client's next request (http.Server.closeIdleConnections would reset it).
-      const grace = Math.min(1000, Math.floor(deadlineMs / 4));
+      const grace = drainIdleGraceMs(deadlineMs);
       const idle = setInterval(
         () => {
           const now = Date.now();

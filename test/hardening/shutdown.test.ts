@@ -10,6 +10,8 @@
  */
 import http from 'node:http';
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
+import { drainIdleGraceMs } from '../../server/http/server';
+import { drainDeadlineMs } from '../../server/shutdown';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';
@@ -17,8 +19,8 @@ import { freePort } from '../support/ports';
 import { startServerProcess } from '../support/server-process';
 
 const SHUTDOWN_TIMEOUT_MS = 4000;
-/** The drain closes a keep-alive connection idle this long (server/http/server.ts: min(1 s, a quarter of 60 %)). */
-const IDLE_GRACE_MS = Math.min(1000, Math.floor((SHUTDOWN_TIMEOUT_MS * 0.6) / 4));
+/** The drain closes a keep-alive connection idle this long. */
+const IDLE_GRACE_MS = drainIdleGraceMs(drainDeadlineMs(SHUTDOWN_TIMEOUT_MS));
 
 const startServer = (db: TestDatabase, env: Record<string, string> = {}) =>
   startServerProcess(db.url, env, { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS });

@@ -12,6 +12,8 @@
  */
 import http from 'node:http';
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
+import { drainIdleGraceMs } from '../../server/http/server';
+import { drainDeadlineMs } from '../../server/shutdown';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';
@@ -20,6 +22,8 @@ import { freePort } from '../support/ports';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 
 const SHUTDOWN_TIMEOUT_MS = 8000;
+/** The drain closes a keep-alive connection idle this long. */
+const IDLE_GRACE_MS = drainIdleGraceMs(drainDeadlineMs(SHUTDOWN_TIMEOUT_MS));
 
 /** The real server in its own process, on a port of its own (fixed: workers share it). */
 async function startServer(db: TestDatabase, env: Record<string, string>): Promise<ServerProcess> {
@@ -41,6 +45,12 @@ interface Outcomes {
   reset: number;
   /** Resets of connections opened after the signal. */
   resetNew: number;
+  /**
+   * Resets of a request sent on a connection the client had left idle past the drain's grace (how
+   * long since its previous request): the test process was starved that long and the server had
+   * rightly closed the connection (HTTP's keep-alive race; test/hardening/shutdown.test.ts).
+   */
+  resetAfterClientIdle: number[];
   other: string[];
 }
 
@@ -73,13 +83,17 @@ async function loadThenTerminate(server: ServerProcess, apiKey: string, barId: s
     refused: 0,
     reset: 0,
     resetNew: 0,
+    resetAfterClientIdle: [],
     other: [],
   };
   const routes = ['test_endpoint', `bars/${barId}`];
   const answered = new Array<number>(clients).fill(0);
   const client = async (i: number) => {
+    let previousSentAt = 0;
     for (let n = i; ; n++) {
       const sentAt = Date.now();
+      const idleFor = previousSentAt ? sentAt - previousSentAt : 0;
+      previousSentAt = sentAt;
       try {
         const res = await get(agent, server.port, apiKey, routes[n % 2]!);
         if (res.status !== 200) o.other.push(`status ${res.status}`);
@@ -97,6 +111,7 @@ async function loadThenTerminate(server: ServerProcess, apiKey: string, barId: s
           // A connection opened after the signal (the client was told Connection: close and
           // reconnected) is not a request the server had received when it began to drain.
           if ((e as { newConnection?: boolean }).newConnection && signalledAt && sentAt > signalledAt) o.resetNew++;
+          else if (idleFor >= IDLE_GRACE_MS) o.resetAfterClientIdle.push(idleFor);
           else o.reset++;
         } else o.other.push(code);
         if (signalledAt) return; // the listener is gone: this client is done
@@ -166,6 +181,8 @@ describe('SIGTERM under real keep-alive load (server in its own process)', () =>
       });
       const { code, ms, signalledAt, outcomes } = await loadThenTerminate(server, apiKey, barId, clients);
       const steps = server.logs.filter((l) => l.msg === 'shutdown step done' || l.msg === 'partner listener closed');
+      if (outcomes.resetAfterClientIdle.length)
+        console.log(`[shutdown-load] resets after the client idled (ms): ${outcomes.resetAfterClientIdle.join(', ')}`);
 
       expect({
         code,
