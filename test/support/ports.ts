@@ -1,12 +1,39 @@
+import fs from 'node:fs';
 import net from 'node:net';
 
-/** A loopback port that is free now (for a server that must be told its port before it starts). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.once('error', reject);
+/** Where the kernel's ephemeral range starts (Linux's ip_local_port_range; 32768 elsewhere or unreadable). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+const FIRST = 10_000;
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
   });
+}
+
+/**
+ * A loopback port that is free now, for a server that must be told its port before it starts.
+ *
+ * Chosen at random below the ephemeral range: a port from listen(0) lies inside it, and while
+ * the server starts (seconds, on a loaded machine) any outgoing connection on the machine may
+ * get that port as its local port, so the server then fails with EADDRINUSE. Below the range
+ * only another listener can take it.
+ */
+export async function freePort(): Promise<number> {
+  const span = ephemeralLow() - FIRST;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = FIRST + Math.floor(Math.random() * span);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port found between ${FIRST} and ${FIRST + span}`);
 }
