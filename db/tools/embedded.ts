@@ -83,7 +83,8 @@ async function canConnect(url: string): Promise<boolean> {
   }
 }
 
-function portIsFree(port: number): Promise<boolean> {
+/** Whether a loopback port can be bound now. */
+export function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = net.createServer();
     probe.once('error', () => resolve(false));

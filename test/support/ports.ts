@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import net from 'node:net';
+import { portIsFree } from '../../db/tools/embedded';
 
 /** Where the kernel's ephemeral range starts (Linux's ip_local_port_range; 32768 elsewhere or unreadable). */
 function ephemeralLow(): number {
@@ -13,14 +13,6 @@ function ephemeralLow(): number {
 
 const FIRST = 10_000;
 
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
-}
-
 /**
  * A loopback port that is free now, for a server that must be told its port before it starts.
  *
@@ -33,7 +25,7 @@ export async function freePort(): Promise<number> {
   const span = ephemeralLow() - FIRST;
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = FIRST + Math.floor(Math.random() * span);
-    if (await bindable(port)) return port;
+    if (await portIsFree(port)) return port;
   }
   throw new Error(`no free port found between ${FIRST} and ${FIRST + span}`);
 }
