@@ -7,6 +7,10 @@
  * ... on conflict do nothing), which covers several instances counting on
  * their own while Redis is unavailable. Alerts are logged and readable by
  * operators only; partners never see them.
+ *
+ * A write PostgreSQL ends with a deadlock or a serialization failure (nothing written) is made
+ * again, up to ATTEMPTS times: on a new database the alert's jobs register their task names
+ * while the job runner registers its own, in another order, and one of the two is ended.
  */
 import type { Pool } from '../db/pools';
 import type { Logger } from '../log';
@@ -20,6 +24,10 @@ export const ALERT_LEVELS = [
 ] as const;
 
 export type AlertLevel = (typeof ALERT_LEVELS)[number]['level'];
+
+const ATTEMPTS = 3;
+/** deadlock_detected, serialization_failure: the transaction was rolled back; doing it again is safe. */
+const RETRYABLE = new Set(['40P01', '40001']);
 
 export interface BucketUse {
   bucket: Bucket;
@@ -66,14 +74,7 @@ export class UsageAlerts {
     level: AlertLevel,
   ) {
     try {
-      const rows = await apiQuery(this.pool, CALLS.recordUsageAlert, {
-        api_key_id: identity.keyId,
-        bucket: use.bucket,
-        window_start: new Date(start),
-        level,
-        used: use.used,
-        limit: use.limit,
-      });
+      const rows = await this.recordOnce(identity, use, start, level);
       if (rows[0]?.created) {
         this.logger.warn(
           {
@@ -95,6 +96,29 @@ export class UsageAlerts {
         { err: { message: (err as Error).message }, level, bucket: use.bucket, keyId: identity.keyId },
         'could not record a usage alert',
       );
+    }
+  }
+
+  private async recordOnce(
+    identity: { keyId: string },
+    use: BucketUse,
+    start: number,
+    level: AlertLevel,
+  ): Promise<{ created: unknown }[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await apiQuery(this.pool, CALLS.recordUsageAlert, {
+          api_key_id: identity.keyId,
+          bucket: use.bucket,
+          window_start: new Date(start),
+          level,
+          used: use.used,
+          limit: use.limit,
+        });
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (attempt >= ATTEMPTS || typeof code !== 'string' || !RETRYABLE.has(code)) throw err;
+      }
     }
   }
 

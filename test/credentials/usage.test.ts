@@ -130,4 +130,59 @@ describe('usage accounting and usage alerts', () => {
     for (const r of results) expect(JSON.stringify(r.body) + JSON.stringify(r.headers)).not.toMatch(/warning|alert/i);
     await Promise.all([a.close(), b.close()]);
   });
+
+  describe('an alert write PostgreSQL ends with a deadlock (nothing written)', () => {
+    // What the server logged, and the partner pool's queries that recorded an alert.
+    async function alertWith(failures: Array<'deadlock' | 'connection lost'>) {
+      const logged = { alerts: [] as string[], errors: [] as string[] };
+      const logger = silentLogger.child({});
+      logger.warn = ((obj: { alert?: { level: string } }) => {
+        if (obj?.alert) logged.alerts.push(obj.alert.level);
+      }) as typeof logger.warn;
+      logger.error = ((_obj: unknown, message: string) => void logged.errors.push(message)) as typeof logger.error;
+      const partner = await startPartner(db, { logger });
+      const { keyId, subscriberId } = await issueKey(db.owner);
+      const query = partner.pool.query.bind(partner.pool) as (...args: unknown[]) => Promise<unknown>;
+      const left = [...failures];
+      let calls = 0;
+      const spy = jest.spyOn(partner.pool, 'query').mockImplementation(((...args: unknown[]) => {
+        if (!String(args[0]).includes('record_usage_alert')) return query(...args);
+        calls++;
+        const failure = left.shift();
+        if (failure === 'connection lost') return Promise.reject(new Error('connection lost'));
+        // a real 40P01 from PostgreSQL, as when it ends one of two deadlocked transactions
+        if (failure === 'deadlock')
+          return query(`do $$ begin raise exception 'deadlock detected' using errcode = 'deadlock_detected'; end $$`);
+        return query(...args);
+      }) as never);
+      const resetTime = new Date(Date.UTC(2026, 10, 27, 12, 1));
+      partner.guard.alerts.check({ keyId, subscriberId }, [{ bucket: 'minute', used: 8, limit: 10, resetTime }]);
+      await partner.guard.alerts.settle();
+      spy.mockRestore();
+      const { rows } = await db.owner.query(
+        `select level, used, window_start from admin.usage_alerts where api_key_id = $1`,
+        [keyId],
+      );
+      await partner.close();
+      return { logged, calls, rows };
+    }
+
+    test('is made again: one deadlock, then two, and the alert is recorded once', async () => {
+      for (const failures of [['deadlock'], ['deadlock', 'deadlock']] as const) {
+        const { logged, calls, rows } = await alertWith([...failures]);
+        expect(calls).toBe(failures.length + 1);
+        expect(rows).toEqual([{ level: 'warning', used: 8, window_start: new Date(Date.UTC(2026, 10, 27, 12, 0)) }]);
+        expect(logged).toEqual({ alerts: ['warning'], errors: [] });
+      }
+    });
+
+    test('after three deadlocks, or at once on any other error, it is given up and logged', async () => {
+      for (const failures of [['deadlock', 'deadlock', 'deadlock'], ['connection lost']] as const) {
+        const { logged, calls, rows } = await alertWith([...failures]);
+        expect(calls).toBe(failures.length);
+        expect(rows).toEqual([]);
+        expect(logged).toEqual({ alerts: [], errors: ['could not record a usage alert'] });
+      }
+    });
+  });
 });
