@@ -2,8 +2,8 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { freePort } from '../db/tools/ports';
 import { track } from './children';
 import { medianRange } from './environment';
 import type { LoadResult } from './load';
@@ -14,17 +14,6 @@ export interface RunningServer {
   /** The full server's operator listener (GraphQL, /metrics) and process id (the soak reads both). */
   adminUrl?: string;
   pid?: number;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**

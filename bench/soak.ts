@@ -34,7 +34,8 @@ import pg from 'pg';
 import { track } from './children';
 import { median, percentile } from './environment';
 import { runLoad } from './load';
-import { freePort, startFullServer } from './servers';
+import { freePort } from '../db/tools/ports';
+import { startFullServer } from './servers';
 import { prepareDatabase } from './setup';
 import { endpoints, sampleData, type Endpoint } from './workload';
 

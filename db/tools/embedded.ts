@@ -7,11 +7,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../../server/config';
+import { portIsFree } from './ports';
 import {
   DEFAULT_RUNTIME_DIR,
   initdbAsPostgres,
@@ -81,15 +81,6 @@ async function canConnect(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => undefined);
   }
-}
-
-/** Whether a loopback port can be bound now. */
-export function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../db/tools/embedded';
-import { freePort } from '../support/ports';
+import { freePort } from '../../db/tools/ports';
 import {
   postgresUser,
   reachableBinaries,

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../../server/config';
-import { freePort } from '../support/ports';
+import { freePort } from '../../db/tools/ports';
 
 const runTs = path.join(projectRoot, 'test/hardening/run-ts.js');
 const cli = path.join(projectRoot, 'db/tools/lint-cli.ts');

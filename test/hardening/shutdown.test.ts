@@ -15,7 +15,7 @@ import { drainDeadlineMs } from '../../server/shutdown';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';
-import { freePort } from '../support/ports';
+import { freePort } from '../../db/tools/ports';
 import { startServerProcess } from '../support/server-process';
 
 const SHUTDOWN_TIMEOUT_MS = 4000;

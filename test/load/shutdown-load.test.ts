@@ -18,7 +18,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPlan, issueKey } from '../support/partner';
 import { OwnRedisServer } from '../support/redis-server';
-import { freePort } from '../support/ports';
+import { freePort } from '../../db/tools/ports';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 
 const SHUTDOWN_TIMEOUT_MS = 8000;

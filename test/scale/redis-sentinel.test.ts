@@ -13,7 +13,7 @@ import { bearer, issueKey, silentLogger, startPartner, type PartnerInstance } fr
 import { OwnRedisServer } from '../support/redis-server';
 import { redisClusterBinariesMissing } from '../support/redis-cluster';
 import request from 'supertest';
-import { freePort } from '../support/ports';
+import { freePort } from '../../db/tools/ports';
 
 const missing = redisClusterBinariesMissing();
 const describeWithRedis = missing ? describe.skip : describe;

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { freePort } from './ports';
+import { freePort } from '../../db/tools/ports';
 
 export const PG_BIN = process.env.PG_TEST_BIN || '/usr/lib/postgresql/15/bin';
 

@@ -5,29 +5,27 @@
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { ephemeralLow, portIsFree } from '../../db/tools/ports';
+
+/** Redis Cluster's bus port: the client port + 10000. */
+const BUS_OFFSET = 10_000;
 
 export function redisClusterBinariesMissing(): string | undefined {
   for (const b of ['redis-server', 'redis-cli']) if (spawnSync('which', [b]).status !== 0) return `${b} not found`;
   return undefined;
 }
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
-}
-
+/** Below the ephemeral range with their bus ports too, so no outgoing connection takes either (db/tools/ports). */
 async function clusterPorts(n: number): Promise<number[]> {
   const ports: number[] = [];
+  const span = ephemeralLow() - BUS_OFFSET - 10_000;
+  if (span < n * 100) throw new Error(`too few ports below the ephemeral range (${ephemeralLow()}) for a cluster`);
   while (ports.length < n) {
-    const p = 20000 + Math.floor(Math.random() * 20000);
-    if (ports.includes(p) || ports.includes(p - 10000) || ports.includes(p + 10000)) continue;
-    if ((await portFree(p)) && (await portFree(p + 10000))) ports.push(p);
+    const p = 10_000 + Math.floor(Math.random() * span);
+    if (ports.includes(p) || ports.includes(p - BUS_OFFSET) || ports.includes(p + BUS_OFFSET)) continue;
+    if ((await portIsFree(p)) && (await portIsFree(p + BUS_OFFSET))) ports.push(p);
   }
   return ports;
 }

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { freePort } from './ports';
+import { freePort } from '../../db/tools/ports';
 
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import net from 'node:net';
-import { freePort } from './ports';
+import { freePort } from '../../db/tools/ports';
 
 describe('freePort', () => {
   test('gives bindable ports below the ephemeral range, which outgoing connections never take', async () => {

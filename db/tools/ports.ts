@@ -1,14 +1,24 @@
+/** Loopback ports for servers started by the tests, the bench and the embedded PostgreSQL. */
 import fs from 'node:fs';
-import { portIsFree } from '../../db/tools/embedded';
+import net from 'node:net';
 
 /** Where the kernel's ephemeral range starts (Linux's ip_local_port_range; 32768 elsewhere or unreadable). */
-function ephemeralLow(): number {
+export function ephemeralLow(): number {
   try {
     const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
     return Number.isInteger(low) && low > 11_000 ? low : 32_768;
   } catch {
     return 32_768;
   }
+}
+
+/** Whether a loopback port can be bound now. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
 }
 
 const FIRST = 10_000;
