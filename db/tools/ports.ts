@@ -21,7 +21,8 @@ export function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-const FIRST = 10_000;
+/** The lowest port handed out (below: well-known and registered services more often listen). */
+export const LOWEST_PORT = 10_000;
 
 /**
  * A loopback port that is free now, for a server that must be told its port before it starts.
@@ -32,10 +33,10 @@ const FIRST = 10_000;
  * only another listener can take it.
  */
 export async function freePort(): Promise<number> {
-  const span = ephemeralLow() - FIRST;
+  const span = ephemeralLow() - LOWEST_PORT;
   for (let attempt = 0; attempt < 50; attempt++) {
-    const port = FIRST + Math.floor(Math.random() * span);
+    const port = LOWEST_PORT + Math.floor(Math.random() * span);
     if (await portIsFree(port)) return port;
   }
-  throw new Error(`no free port found between ${FIRST} and ${FIRST + span}`);
+  throw new Error(`no free port found between ${LOWEST_PORT} and ${LOWEST_PORT + span}`);
 }

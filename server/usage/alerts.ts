@@ -74,7 +74,7 @@ export class UsageAlerts {
     level: AlertLevel,
   ) {
     try {
-      const rows = await this.recordOnce(identity, use, start, level);
+      const rows = await this.insertWithRetry(identity, use, start, level);
       if (rows[0]?.created) {
         this.logger.warn(
           {
@@ -99,7 +99,7 @@ export class UsageAlerts {
     }
   }
 
-  private async recordOnce(
+  private async insertWithRetry(
     identity: { keyId: string },
     use: BucketUse,
     start: number,

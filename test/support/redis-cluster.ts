@@ -7,7 +7,7 @@ import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_proces
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ephemeralLow, portIsFree } from '../../db/tools/ports';
+import { LOWEST_PORT, ephemeralLow, portIsFree } from '../../db/tools/ports';
 
 /** Redis Cluster's bus port: the client port + 10000. */
 const BUS_OFFSET = 10_000;
@@ -20,10 +20,10 @@ export function redisClusterBinariesMissing(): string | undefined {
 /** Below the ephemeral range with their bus ports too, so no outgoing connection takes either (db/tools/ports). */
 async function clusterPorts(n: number): Promise<number[]> {
   const ports: number[] = [];
-  const span = ephemeralLow() - BUS_OFFSET - 10_000;
+  const span = ephemeralLow() - BUS_OFFSET - LOWEST_PORT;
   if (span < n * 100) throw new Error(`too few ports below the ephemeral range (${ephemeralLow()}) for a cluster`);
   while (ports.length < n) {
-    const p = 10_000 + Math.floor(Math.random() * span);
+    const p = LOWEST_PORT + Math.floor(Math.random() * span);
     if (ports.includes(p) || ports.includes(p - BUS_OFFSET) || ports.includes(p + BUS_OFFSET)) continue;
     if ((await portIsFree(p)) && (await portIsFree(p + BUS_OFFSET))) ports.push(p);
   }
