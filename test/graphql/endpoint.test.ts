@@ -260,7 +260,9 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
     const res = await gql(
       partner.app,
       key,
-      '{ bar(id: "999999") { id } events(state: "ZZ", city: "Nowhere", first: 1) { totalCount } bars(first: 1, near: { latitude: 91, longitude: 0 }) { totalCount } }',
+      // the unknown bar's fields below it give no errors of their own
+      `{ bar(id: "999999") { id city { name } occupancy { status } events(first: 1) { nodes { id } } }
+         events(state: "ZZ", city: "Nowhere", first: 1) { totalCount } bars(first: 1, near: { latitude: 91, longitude: 0 }) { totalCount } }`,
     );
     expect(res.status).toBe(200);
     const body = res.body as Body;

@@ -117,54 +117,67 @@ describe('GraphQL and REST give the same items in the same order', () => {
     expect(next).toEqual(ids((await rest('bars?limit=30')).bars).slice(10, 30));
   });
 
+  /** Every field of GET bars/:id's object, as a GraphQL selection and mapped back to REST's names. */
+  const BAR_FIELDS = `id name address city { name state } state zipCode latitude longitude phone website
+    googleRating googleRatingsTotal primaryCategory { name slug } categories(first: 100) { nodes { name slug } }
+    hours { monday { open close } tuesday { open close } wednesday { open close } thursday { open close }
+            friday { open close } saturday { open close } sunday { open close } }
+    profilePictureUrl photos(first: 100) { nodes { url } }
+    occupancy { currentIntensity status hourly { hour intensity } } description priceLevel
+    events(first: 100) { nodes { id name description startAt endAt } }`;
+  const asRestBar = (g: J): J => {
+    const occupancy = g.occupancy as J;
+    return {
+      id: g.id,
+      name: g.name,
+      address: g.address,
+      city: (g.city as J).name,
+      state: g.state,
+      zip_code: g.zipCode,
+      latitude: g.latitude,
+      longitude: g.longitude,
+      phone: g.phone,
+      website: g.website,
+      google_rating: g.googleRating,
+      google_ratings_total: g.googleRatingsTotal,
+      primary_category: g.primaryCategory,
+      categories: (g.categories as J).nodes,
+      hours: g.hours,
+      profile_picture_url: g.profilePictureUrl,
+      photos: (g.photos as J).nodes,
+      occupancy: {
+        current_intensity: occupancy.currentIntensity,
+        status: occupancy.status,
+        hourly_data: occupancy.hourly,
+      },
+      description: g.description,
+      price_level: g.priceLevel,
+      events: ((g.events as J).nodes as J[]).map((e) => ({
+        id: e.id,
+        name: e.name,
+        description: e.description,
+        start_at: e.startAt,
+        end_at: e.endAt,
+      })),
+    };
+  };
+
   test("bar: every field of GET bars/:id's object", async () => {
     const some = ids((await rest('bars?limit=100')).bars).filter((_, i) => i % 20 === 0);
     for (const id of some) {
       const r = (await rest(`bars/${id}`)).bar as J;
-      const g = (
-        await query(`{ bar(id: "${id}") { id name address city { name state } state zipCode latitude longitude phone website
-          googleRating googleRatingsTotal primaryCategory { name slug } categories(first: 100) { nodes { name slug } }
-          hours { monday { open close } tuesday { open close } wednesday { open close } thursday { open close }
-                  friday { open close } saturday { open close } sunday { open close } }
-          profilePictureUrl photos(first: 100) { nodes { url } }
-          occupancy { currentIntensity status hourly { hour intensity } } description priceLevel
-          events(first: 100) { nodes { id name description startAt endAt } } } }`)
-      ).bar as J;
-      const occupancy = g.occupancy as J;
-      expect({
-        id: g.id,
-        name: g.name,
-        address: g.address,
-        city: (g.city as J).name,
-        state: g.state,
-        zip_code: g.zipCode,
-        latitude: g.latitude,
-        longitude: g.longitude,
-        phone: g.phone,
-        website: g.website,
-        google_rating: g.googleRating,
-        google_ratings_total: g.googleRatingsTotal,
-        primary_category: g.primaryCategory,
-        categories: (g.categories as J).nodes,
-        hours: g.hours,
-        profile_picture_url: g.profilePictureUrl,
-        photos: (g.photos as J).nodes,
-        occupancy: {
-          current_intensity: occupancy.currentIntensity,
-          status: occupancy.status,
-          hourly_data: occupancy.hourly,
-        },
-        description: g.description,
-        price_level: g.priceLevel,
-        events: ((g.events as J).nodes as J[]).map((e) => ({
-          id: e.id,
-          name: e.name,
-          description: e.description,
-          start_at: e.startAt,
-          end_at: e.endAt,
-        })),
-      }).toEqual(r);
+      const g = (await query(`{ bar(id: "${id}") { ${BAR_FIELDS} } }`)).bar as J;
+      expect(asRestBar(g)).toEqual(r);
     }
+  });
+
+  test("a bar reached through a short form (busiest bars: id and name) has every field of GET bars/:id's object", async () => {
+    const c = `city(state: "${city.state}", name: ${JSON.stringify(city.name)})`;
+    const busiest = ((await query(`{ ${c} { busiestBars(first: 3) { nodes { bar { ${BAR_FIELDS} } } } } }`)).city as J)
+      .busiestBars as J;
+    const bars = (busiest.nodes as J[]).map((n) => n.bar as J);
+    expect(bars.length).toBeGreaterThan(0); // a bar of the city is open around the clock (beforeAll)
+    for (const g of bars) expect(asRestBar(g)).toEqual((await rest(`bars/${String(g.id)}`)).bar);
   });
 
   test("a city: bars_by_city's pages, group, filters, busiest bars, events today; groups", async () => {
