@@ -5,7 +5,8 @@
  * 1. `{ bar(id) { ...GET bars/:id's fields } }` req/s beside GET bars/:id (goal: at least 60 %);
  * 2. a city page (20 bars, each bar's next 3 events) as one GraphQL request vs the equivalent
  *    REST calls made one after another (bars_by_city, then bars/:id of each bar): mean ms;
- * 3. the memory a 10,000-node query takes (executed in this process: heap and RSS growth; goal < 100 MB).
+ * 3. the memory a 10,000-node query takes (executed in this process: heap and RSS growth; goal < 100 MB);
+ * 4. the CPU one `bar(id)` execution takes in this process, the bar's object in memory (grafast's share).
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -14,10 +15,12 @@ import pg from 'pg';
 import '../server/graphile/env';
 import '../server/graphile/node20-compat';
 import { execute } from 'postgraphile/grafast';
-import { parse } from 'postgraphile/graphql';
+import { parse, type ExecutionResult } from 'postgraphile/graphql';
 import { createPool } from '../server/db/pools';
 import { GRAPHQL_ROLE, partnerSchema } from '../server/graphql/endpoint';
 import { RequestData } from '../server/graphql/data';
+import { CALLS } from '../server/contract/calls';
+import { median } from './environment';
 import { runLoad, type LoadResult } from './load';
 import { startFullServer } from './servers';
 
@@ -151,6 +154,41 @@ async function memoryOfTenThousandNodes(databaseUrl: string) {
   }
 }
 
+/**
+ * CPU per execution of `bar(id)` with all its fields (the seed's first bar), executed here with the
+ * bar's object in memory (no database, no HTTP): grafast's share of a GraphQL request. Median of 5
+ * rounds after a warm-up.
+ */
+async function executionCpuOfBar(databaseUrl: string, perRound = 5_000) {
+  const pool = createPool(databaseUrl, { max: 1, applicationName: 'bench-graphql' });
+  // the same bar on every run and machine of a seed: the first
+  const id = (await pool.query<{ id: string }>('select min(id)::text as id from private.bars')).rows[0]!.id;
+  // GET bars/:id's body, parsed per query as the server's RequestData does
+  const body = JSON.stringify(await new RequestData(pool).call(CALLS.bar, { id }).finally(() => pool.end()));
+  const schema = partnerSchema();
+  const document = parse(BAR_QUERY);
+  const data = { now: new Date(), bar: async () => (JSON.parse(body) as { bar: unknown }).bar };
+  const run = async () => {
+    const result = (await execute({
+      schema,
+      document,
+      variableValues: { id },
+      contextValue: { data, rateLimit: () => ({}) },
+    })) as ExecutionResult;
+    if (result.errors?.length) throw new Error(`bar(id) in process: ${result.errors[0]!.message}`);
+    return JSON.stringify(result);
+  };
+  for (let i = 0; i < 2_000; i++) await run(); // warm: the plan, the JIT
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < perRound; i++) await run();
+    const used = process.cpuUsage(before);
+    rounds.push((used.user + used.system) / perRound);
+  }
+  return { medianUs: median(rounds), minUs: Math.min(...rounds), maxUs: Math.max(...rounds) };
+}
+
 export async function graphqlPhase(args: {
   databaseUrl: string;
   redisUrl: string;
@@ -160,6 +198,7 @@ export async function graphqlPhase(args: {
   poolMax: number;
 }) {
   const sample = await samples(args.databaseUrl);
+  const execution = await executionCpuOfBar(args.databaseUrl); // first: nothing else runs beside it
   const pick = () => sample.bars[Math.floor(Math.random() * sample.bars.length)]!;
   const headers = { authorization: `Bearer ${args.apiKey}` };
   const server = await startFullServer({
@@ -245,6 +284,9 @@ export async function graphqlPhase(args: {
       `| city page: 20 bars + each bar's next 3 events, sequential, mean ms (${restMs.length} pages; REST = 21 calls) | ${f1(mean(restMs))} | ${f1(mean(gqlMs))} | ${(mean(gqlMs) / mean(restMs)).toFixed(2)} | < 1 |`,
     );
     console.log(
+      `| bar detail executed in process (grafast, the bar's object in memory): CPU µs per query, median (min–max) of 5 rounds | | ${f0(execution.medianUs)} (${f0(execution.minUs)}–${f0(execution.maxUs)}) | | |`,
+    );
+    console.log(
       `| 10,000-node query: heap / RSS growth (MB), answer ${(memory.responseBytes / 1024).toFixed(0)} KB | | ${f1(memory.heapGrowthMb)} / ${f1(memory.rssGrowthMb)} | | < 100 MB |`,
     );
     return {
@@ -252,6 +294,7 @@ export async function graphqlPhase(args: {
       gqlBar,
       cityPage: { restMs: mean(restMs), graphqlMs: mean(gqlMs), pages: restMs.length },
       memory,
+      execution,
     };
   } finally {
     await server.stop();
