@@ -159,12 +159,17 @@ async function memoryOfTenThousandNodes(databaseUrl: string) {
  * bar's object in memory (no database, no HTTP): grafast's share of a GraphQL request. Median of 5
  * rounds after a warm-up.
  */
-async function executionCpuOfBar(databaseUrl: string, perRound = 5_000) {
+export async function executionCpuOfBar(databaseUrl: string, o = { perRound: 5_000, warm: 2_000 }) {
   const pool = createPool(databaseUrl, { max: 1, applicationName: 'bench-graphql' });
   // the same bar on every run and machine of a seed: the first
-  const id = (await pool.query<{ id: string }>('select min(id)::text as id from private.bars')).rows[0]!.id;
-  // GET bars/:id's body, parsed per query as the server's RequestData does
-  const body = JSON.stringify(await new RequestData(pool).call(CALLS.bar, { id }).finally(() => pool.end()));
+  let id: string;
+  let body: string; // GET bars/:id's body, parsed per query as the server's RequestData does
+  try {
+    id = (await pool.query<{ id: string }>('select min(id)::text as id from private.bars')).rows[0]!.id;
+    body = JSON.stringify(await new RequestData(pool).call(CALLS.bar, { id }));
+  } finally {
+    await pool.end();
+  }
   const schema = partnerSchema();
   const document = parse(BAR_QUERY);
   const data = { now: new Date(), bar: async () => (JSON.parse(body) as { bar: unknown }).bar };
@@ -178,15 +183,16 @@ async function executionCpuOfBar(databaseUrl: string, perRound = 5_000) {
     if (result.errors?.length) throw new Error(`bar(id) in process: ${result.errors[0]!.message}`);
     return JSON.stringify(result);
   };
-  for (let i = 0; i < 2_000; i++) await run(); // warm: the plan, the JIT
+  let answer = '';
+  for (let i = 0; i < o.warm; i++) answer = await run(); // warm: the plan, the JIT
   const rounds: number[] = [];
   for (let r = 0; r < 5; r++) {
     const before = process.cpuUsage();
-    for (let i = 0; i < perRound; i++) await run();
+    for (let i = 0; i < o.perRound; i++) await run();
     const used = process.cpuUsage(before);
-    rounds.push((used.user + used.system) / perRound);
+    rounds.push((used.user + used.system) / o.perRound);
   }
-  return { medianUs: median(rounds), minUs: Math.min(...rounds), maxUs: Math.max(...rounds) };
+  return { id, answer, rounds, medianUs: median(rounds), minUs: Math.min(...rounds), maxUs: Math.max(...rounds) };
 }
 
 export async function graphqlPhase(args: {
