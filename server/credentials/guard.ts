@@ -197,13 +197,16 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     account(req, res, identity);
   };
 
+  // While any key is refused, the shortcut hashes every request's key first (knownRefusal).
+  const hashedByShortcut = new WeakMap<Request, Buffer>();
+
   const authenticate: RequestHandler = (req, res, next) => {
     const presented = presentedKey(req);
     if (presented.kind !== 'key') {
       fail(req, res, next, 401, presented.kind === 'missing' ? 'Missing API key' : 'Invalid API key');
       return;
     }
-    const hash = hashApiKey(presented.key);
+    const hash = hashedByShortcut.get(req) ?? hashApiKey(presented.key);
     const cached = cache.peek(hash);
     // An address over the failed-auth limit gets its 429 before any database lookup of an uncached
     // key (cached valid keys are still served; unknown keys are cached negatively).
@@ -224,7 +227,9 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     if (!limits.refusing) return undefined; // no key refused: nothing to look up
     const presented = presentedKey(req);
     if (presented.kind !== 'key') return undefined;
-    const identity = cache.peek(hashApiKey(presented.key))?.identity;
+    const hash = hashApiKey(presented.key);
+    const identity = cache.peek(hash)?.identity;
+    hashedByShortcut.set(req, hash); // a key not refused goes on to authenticate(): hashed once
     if (!identity || refusal(identity, Date.now())) return undefined; // unknown, or a 403
     const ctx = limits.refusalFor(req, identity.keyId, identity.limits);
     if (!ctx) return undefined;
