@@ -190,7 +190,7 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
     // a POST is a 405 before the guard
     const post = await shortcut.server.request('POST', `${P}/test_endpoint`, bearer(key.apiKey));
     expect(post.status).toBe(405);
-    // another key of the same plan is not refused: served, its key hashed once (by the shortcut, not again)
+    // another key, not refused, is served: its key hashed once (by the shortcut, not again)
     const other = await issueKey(db.owner, { plan: 'standard' });
     const hashes = jest.spyOn(apiKeys, 'hashApiKey');
     try {
