@@ -39,11 +39,18 @@ create or replace function private.bars_page_nearest(
   p_center public.earth, p_radius_m double precision, p_box box, p_category_id bigint, p_limit integer
 ) returns bigint[]
   language plpgsql stable
+  -- planned once per connection: the custom plans it chose by itself were planned on every call
+  -- (0.28 ms, half of the walk; they were no better: the walk below is the only plan sorting allows)
+  set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_ids bigint[];
   v_ds double precision[];
   v_page bigint[];
+  v_cube public.cube;
+  v_chord double precision;
+  v_within double precision;
+  v_near_edge double precision;
   v_sort text;
   v_bitmap text;
   v_jit text;
@@ -62,9 +69,20 @@ begin
   -- disabled plan types inflate the cost estimate past jit_above_cost: a JIT compile costs ~1 s
   perform set_config('jit', 'off', true);
   if p_radius_m is not null then
+    -- The radius test without an SQL function per bar: earth_distance(c, g) <= r is
+    -- sec_to_gc(g <-> c) <= r (the straight-line distance turned into the great-circle one, an
+    -- SQL function the planner cannot inline), that is g <-> c <= gc_to_sec(r). A bar nearer than
+    -- that by a billionth passes at once; only one within a billionth of the edge is decided by
+    -- earth_distance itself, so rounding changes no answer. The box (its cube) is computed once.
+    v_cube := earth_box(p_center, p_radius_m);
+    v_chord := gc_to_sec(p_radius_m);
+    v_within := case when p_radius_m > 0 then v_chord * (1 - 1e-9) else -1 end;
+    v_near_edge := v_chord * (1 + 1e-9);
     select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
       select b.id, b.geo <-> p_center as d from private.bars b
-      where earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m
+      where v_cube @> b.geo
+        and ((b.geo <-> p_center) <= v_within
+             or ((b.geo <-> p_center) <= v_near_edge and earth_distance(p_center, b.geo) <= p_radius_m))
         and (p_category_id is null or exists (
               select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
         and (p_box is null or b.location <@ p_box)

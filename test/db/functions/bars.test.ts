@@ -82,6 +82,43 @@ describe('api.bars', () => {
     });
   });
 
+  test('radius: a bar at the very edge is in exactly when earth_distance says so (the walk tests straight-line distances)', async () => {
+    await sql.run(async (tx) => {
+      const { chicago } = await city(tx);
+      // 40 bars on a spiral around the centre, 0.3-12 km out
+      for (let i = 0; i < 40; i++) {
+        const angle = i * 2.4;
+        const km = 0.3 + i * 0.3;
+        await tx.fx.bar(chicago, {
+          name: `Spiral ${i}`,
+          latitude: 41.9 + (km / 111) * Math.sin(angle),
+          longitude: -87.6 + (km / 83) * Math.cos(angle),
+        });
+      }
+      // Each bar's own distance as the radius (in miles, as partners give it): the bar sits on the edge,
+      // where turning great-circle metres into straight-line ones rounds either way.
+      const edges = await tx.query<{ miles: number }>(
+        `select earth_distance(private.earth_point(41.9, -87.6), b.geo) / 1609.344 as miles
+         from private.bars b where b.name like 'Spiral %' order by b.id`,
+      );
+      expect(edges).toHaveLength(40);
+      for (const { miles } of edges) {
+        const served = await tx.call<{ bars: Bar[] }>(
+          'bar_partner',
+          'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $1, p_limit => 100)',
+          [miles],
+        );
+        const recomputed = await tx.query<{ id: string }>(
+          `select b.id::text as id from private.bars b
+           where earth_distance(private.earth_point(41.9, -87.6), b.geo) <= $1::float8 * 1609.344
+           order by b.geo <-> private.earth_point(41.9, -87.6), b.id`,
+          [miles],
+        );
+        expect(ids(served)).toEqual(recomputed.map((r) => r.id));
+      }
+    });
+  });
+
   test('filters combine with AND: open_at after midnight, price level, rating, status and category', async () => {
     await sql.run(async (tx) => {
       const { chicago, owl } = await city(tx);

@@ -109,6 +109,26 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
     });
   });
 
+  test('bars, radius: the walk tests each bar without an SQL function (earth_distance is sec_to_gc)', async () => {
+    await sql.run(async (tx) => {
+      await city(tx); // three bars within the radius
+      await tx.query("set local track_functions = 'all'");
+      const secToGcCalls = async () =>
+        Number(
+          (
+            await tx.query<{ calls: string }>(
+              "select coalesce(sum(calls), 0) as calls from pg_stat_xact_user_functions where schemaname = 'public' and funcname = 'sec_to_gc'",
+            )
+          )[0]!.calls,
+        );
+      const before = await secToGcCalls();
+      const [, radiusCall, params] = CALLS.find(([name]) => name === 'bars, radius')!;
+      const served = await tx.call<{ bars: unknown[] }>('bar_partner', radiusCall, params([]));
+      expect(served.bars).toHaveLength(3);
+      expect((await secToGcCalls()) - before).toBe(0);
+    });
+  });
+
   test('the check sees a helper that is not inlined', async () => {
     await sql.run(async (tx) => {
       await tx.query("set local track_functions = 'all'");
