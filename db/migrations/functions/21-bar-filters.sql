@@ -79,6 +79,21 @@ as $$
   from private.cities c
 $$;
 
+-- Whether a bar is within p_radius_m metres (great circle) of p_center, for the nearest-first walks,
+-- given p_chord = gc_to_sec(p_radius_m), computed once per call. earth_distance(c, g) <= r is
+-- sec_to_gc(g <-> c) <= r, and sec_to_gc is an SQL function the planner cannot inline (strict, over a
+-- CASE): it ran once per bar walked. Here the straight-line distance g <-> c (which the walk computes
+-- anyway) decides, and earth_distance only for a bar within a billionth of the edge, where rounding
+-- could decide otherwise: the answers are earth_distance's. An expression, inlined into the caller.
+create or replace function private.within_radius(
+  p_center earth, p_geo earth, p_radius_m double precision, p_chord double precision
+) returns boolean
+  language sql immutable parallel safe
+as $$
+  select ((p_geo <-> p_center) <= p_chord * (1 - 1e-9) and p_radius_m > 0)
+      or ((p_geo <-> p_center) <= p_chord * (1 + 1e-9) and earth_distance(p_center, p_geo) <= p_radius_m)
+$$;
+
 -- Whether a bar is in the requested area: within the radius of the center and
 -- inside the box (each when given). An expression, inlined into the caller
 -- (index conditions stay index conditions; a sub-select here would stop the

@@ -22,6 +22,7 @@ create or replace function private.bars_filtered_walk_nearest(
   language plpgsql stable
 as $$
 declare
+  v_chord double precision := gc_to_sec(p_radius_m);  -- for private.within_radius
   v_sort text;
   v_bitmap text;
   v_jit text;
@@ -35,7 +36,7 @@ begin
     with knn as materialized (
       select w.id, w.d from (
         select b.id, b.geo <-> p_center as d from private.bars b
-        where earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m
+        where earth_box(p_center, p_radius_m) @> b.geo and private.within_radius(p_center, b.geo, p_radius_m, v_chord)
           and (p_category_id is null or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
           and (p_box is null or b.location <@ p_box)

@@ -49,8 +49,6 @@ declare
   v_page bigint[];
   v_cube public.cube;
   v_chord double precision;
-  v_within double precision;
-  v_near_edge double precision;
   v_sort text;
   v_bitmap text;
   v_jit text;
@@ -69,20 +67,12 @@ begin
   -- disabled plan types inflate the cost estimate past jit_above_cost: a JIT compile costs ~1 s
   perform set_config('jit', 'off', true);
   if p_radius_m is not null then
-    -- The radius test without an SQL function per bar: earth_distance(c, g) <= r is
-    -- sec_to_gc(g <-> c) <= r (the straight-line distance turned into the great-circle one, an
-    -- SQL function the planner cannot inline), that is g <-> c <= gc_to_sec(r). A bar nearer than
-    -- that by a billionth passes at once; only one within a billionth of the edge is decided by
-    -- earth_distance itself, so rounding changes no answer. The box (its cube) is computed once.
+    -- the radius tested without an SQL function per bar (private.within_radius); the box computed once
     v_cube := earth_box(p_center, p_radius_m);
     v_chord := gc_to_sec(p_radius_m);
-    v_within := case when p_radius_m > 0 then v_chord * (1 - 1e-9) else -1 end;
-    v_near_edge := v_chord * (1 + 1e-9);
     select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
       select b.id, b.geo <-> p_center as d from private.bars b
-      where v_cube @> b.geo
-        and ((b.geo <-> p_center) <= v_within
-             or ((b.geo <-> p_center) <= v_near_edge and earth_distance(p_center, b.geo) <= p_radius_m))
+      where v_cube @> b.geo and private.within_radius(p_center, b.geo, p_radius_m, v_chord)
         and (p_category_id is null or exists (
               select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
         and (p_box is null or b.location <@ p_box)

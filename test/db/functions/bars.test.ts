@@ -82,15 +82,16 @@ describe('api.bars', () => {
     });
   });
 
-  test('radius: a bar at the very edge is in exactly when earth_distance says so (the walk tests straight-line distances)', async () => {
+  test('radius: a bar at the very edge is in exactly when earth_distance says so (both nearest-first walks)', async () => {
     await sql.run(async (tx) => {
-      const { chicago } = await city(tx);
+      const { chicago } = await city(tx); // the owl, of price level 2, about 3.3 km from the centre
       // 40 bars on a spiral around the centre, 0.3-12 km out
       for (let i = 0; i < 40; i++) {
         const angle = i * 2.4;
         const km = 0.3 + i * 0.3;
         await tx.fx.bar(chicago, {
           name: `Spiral ${i}`,
+          price_level: 2,
           latitude: 41.9 + (km / 111) * Math.sin(angle),
           longitude: -87.6 + (km / 83) * Math.cos(angle),
         });
@@ -115,6 +116,15 @@ describe('api.bars', () => {
           [miles],
         );
         expect(ids(served)).toEqual(recomputed.map((r) => r.id));
+        // With a filter every bar passes, the filtered walk: a page of exactly the bars within, which
+        // the walk alone proves (one bar fewer would send it to the collect step).
+        const filtered = await tx.call<{ bars: Bar[] }>(
+          'bar_partner',
+          `select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $1, p_limit => $2,
+                           p_price_levels => '{2}')`,
+          [miles, Math.max(1, recomputed.length)],
+        );
+        expect(ids(filtered)).toEqual(recomputed.map((r) => r.id));
       }
     });
   });
@@ -139,6 +149,31 @@ describe('api.bars', () => {
       expect(await find(`p_category => 'dive', p_statuses => '{moderate}'`)).toEqual([String(cheap)]);
       expect(await find(`p_category => 'dive', p_statuses => '{moderate}', p_price_levels => '{2}'`)).toEqual([]);
       expect(await find(`p_open_now => false`)).toEqual([]);
+    });
+  });
+});
+
+describe('private.within_radius', () => {
+  test('decides as earth_distance does, on the edge and a trillionth either side of it, at zero and below', async () => {
+    await sql.run(async (tx) => {
+      const [r] = await tx.query<{ n: string; differ: string; inside: string }>(
+        `with c as (select private.earth_point(41.9, -87.6) as p),
+         points as (  -- a 97 x 21 grid of about 12 x 7 km around the centre (the centre itself included)
+           select private.earth_point(41.9 + (i % 97 - 48) * 0.0013, -87.6 + (i / 97 - 10) * 0.0017) as g
+           from generate_series(0, 97 * 21 - 1) i),
+         cases as (
+           select c.p, points.g, earth_distance(c.p, points.g) * f as r
+           from c, points, unnest(array[1, 1 + 1e-12, 1 - 1e-12, 0, -1]::float8[]) f)
+         select count(*) as n,
+                count(*) filter (where private.within_radius(p, g, r, gc_to_sec(r))
+                                       is distinct from (earth_distance(p, g) <= r)) as differ,
+                count(*) filter (where earth_distance(p, g) <= r) as inside
+         from cases`,
+      );
+      expect(Number(r!.n)).toBe(97 * 21 * 5);
+      expect(Number(r!.inside)).toBeGreaterThan(97 * 21); // on the edge (f = 1) and the centre at 0
+      expect(Number(r!.inside)).toBeLessThan(97 * 21 * 3);
+      expect(Number(r!.differ)).toBe(0);
     });
   });
 });

@@ -109,9 +109,9 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
     });
   });
 
-  test('bars, radius: the walk tests each bar without an SQL function (earth_distance is sec_to_gc)', async () => {
+  test('bars, radius: the walks test each bar without an SQL function (earth_distance is sec_to_gc)', async () => {
     await sql.run(async (tx) => {
-      await city(tx); // three bars within the radius
+      await city(tx); // three bars within the radius, all at the city's centre
       await tx.query("set local track_functions = 'all'");
       const secToGcCalls = async () =>
         Number(
@@ -121,11 +121,22 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
             )
           )[0]!.calls,
         );
-      const before = await secToGcCalls();
       const [, radiusCall, params] = CALLS.find(([name]) => name === 'bars, radius')!;
+      let before = await secToGcCalls();
       const served = await tx.call<{ bars: unknown[] }>('bar_partner', radiusCall, params([]));
       expect(served.bars).toHaveLength(3);
       expect((await secToGcCalls()) - before).toBe(0);
+      // The filtered walk proves a page of three (p_limit 3); its tie query turns the page's last
+      // distance into metres once, in its index condition, not once a bar.
+      await tx.query('update private.bars set google_rating = 4'); // all three pass p_min_rating 0
+      before = await secToGcCalls();
+      const filtered = await tx.call<{ bars: unknown[] }>(
+        'bar_partner',
+        'select api.bars(p_latitude => 41.88, p_longitude => -87.63, p_radius => 5, p_limit => 3, p_min_rating => 0, p_now => $1)',
+        params([]),
+      );
+      expect(filtered.bars).toHaveLength(3);
+      expect((await secToGcCalls()) - before).toBeLessThanOrEqual(1);
     });
   });
 
