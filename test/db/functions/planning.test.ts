@@ -25,23 +25,27 @@ const ALLOWED = new Set([
   'private.search_fold',
 ]);
 
+/** Calls so far in this transaction of each SQL-language function that ran as a function, by schema.name. */
+async function sqlFunctionCallCounts(tx: Tx): Promise<Map<string, number>> {
+  return new Map(
+    (
+      await tx.query<{ name: string; calls: string }>(
+        `select f.schemaname || '.' || f.funcname as name, f.calls
+         from pg_stat_xact_user_functions f
+         join pg_proc p on p.oid = f.funcid join pg_language l on l.oid = p.prolang
+         where l.lanname = 'sql'`,
+      )
+    ).map((r) => [r.name, Number(r.calls)]),
+  );
+}
+
 async function sqlFunctionCalls(
   tx: Tx,
   call: string,
   params: unknown[],
   role: Role = 'bar_partner',
 ): Promise<string[]> {
-  const counts = async () =>
-    new Map(
-      (
-        await tx.query<{ name: string; calls: string }>(
-          `select f.schemaname || '.' || f.funcname as name, f.calls
-           from pg_stat_xact_user_functions f
-           join pg_proc p on p.oid = f.funcid join pg_language l on l.oid = p.prolang
-           where l.lanname = 'sql'`,
-        )
-      ).map((r) => [r.name, Number(r.calls)]),
-    );
+  const counts = () => sqlFunctionCallCounts(tx);
   const before = await counts();
   await tx.as(role, call, params);
   const after = await counts();
@@ -113,14 +117,7 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
     await sql.run(async (tx) => {
       await city(tx); // three bars within the radius, all at the city's centre
       await tx.query("set local track_functions = 'all'");
-      const secToGcCalls = async () =>
-        Number(
-          (
-            await tx.query<{ calls: string }>(
-              "select coalesce(sum(calls), 0) as calls from pg_stat_xact_user_functions where schemaname = 'public' and funcname = 'sec_to_gc'",
-            )
-          )[0]!.calls,
-        );
+      const secToGcCalls = async () => (await sqlFunctionCallCounts(tx)).get('public.sec_to_gc') ?? 0;
       const [, radiusCall, params] = CALLS.find(([name]) => name === 'bars, radius')!;
       let before = await secToGcCalls();
       const served = await tx.call<{ bars: unknown[] }>('bar_partner', radiusCall, params([]));
