@@ -318,6 +318,11 @@ describe('a frozen Redis (SIGSTOP)', () => {
       const { apiKey, keyId } = await issueKey(db.owner, {
         plan: await createPlan(db.owner, 1000, 100_000, 1_000_000),
       });
+      // The new plan's and key's notifications seen first: one arriving after the next request would
+      // empty the identity cache, and the frozen request would then ask the failed-auth limit in Redis
+      // before the key's own: that call stalls, opens the circuit, and the key's count never reaches
+      // Redis, so there is nothing to give back. CI failed so (reproduced by a NOTIFY at this point).
+      await credentialsSettled(db, { guard });
       expect((await server.get(TEST, bearer(apiKey))).status).toBe(200); // counted in Redis
       expect(guard.breaker!.isOpen).toBe(false); // so the next request's script call reaches Redis
       const before = await givenBack();
