@@ -12,6 +12,9 @@ import { performance } from 'node:perf_hooks';
 import { percentile } from './environment';
 import type { LoadResult } from './load';
 
+/** A request unanswered this long is an error. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
 export async function runPaced(opts: {
   url: string;
   nextPath: () => string;
@@ -24,7 +27,10 @@ export async function runPaced(opts: {
   drainMs?: number;
 }): Promise<LoadResult> {
   const base = new URL(opts.url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
+  // With a timeout of its own, the agent honours the server's `Keep-Alive: timeout=5` hint and drops an
+  // idle socket a second before the server closes it. Without one, Node ignores the hint and may reuse a
+  // socket the server is closing (ECONNRESET): one paced run of machine S lost 8 requests so.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections, timeout: REQUEST_TIMEOUT_MS });
   const headers = { accept: 'application/json', ...opts.headers };
   const latencies: number[] = [];
   let errors = 0;
@@ -61,7 +67,7 @@ export async function runPaced(opts: {
         res.on('error', () => done(false));
       },
     );
-    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+    req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error('timeout')));
     req.on('error', () => done(false));
   };
 
