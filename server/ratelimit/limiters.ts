@@ -251,19 +251,29 @@ class ThreeBucketStore {
   private giveBackIfLate(ctx: RateLimitContext, late: Promise<unknown>): void {
     const { redis, redisPrefix, logger } = this.options;
     const weight = ctx.weight ?? 1;
-    late
-      .then(async (reply) => {
+    late.then(
+      async (reply) => {
         const counted = reply as Outcome;
         if (counted.rejectedBy || weight <= 0) return; // the script counted it in no bucket
-        await evaluateShared(redis!, redisPrefix, ctx.keyId, ctx.limits, ctx.windows!, ctx.endpoint!, 'refund', weight);
+        const { keyId, limits, windows, endpoint } = ctx;
+        try {
+          await evaluateShared(redis!, redisPrefix, keyId, limits, windows!, endpoint!, 'refund', weight);
+        } catch (err) {
+          logger.warn(
+            { keyId, err: { message: (err as Error).message } },
+            'a request counted in process after its Redis budget ran out was counted in Redis too, and giving it back there failed: it counts twice in this window',
+          );
+          return;
+        }
         rateLimitLateCountsGivenBack.inc();
         logger.warn(
-          { keyId: ctx.keyId },
+          { keyId },
           'a request counted in process after its Redis budget ran out was counted in Redis too; given back there',
         );
-      })
-      // Rejected: no reply within the client's command timeout (Redis may still run it later: CREDENTIALS.md).
-      .catch(() => undefined);
+      },
+      // no reply within the client's command timeout (Redis may still run it later: CREDENTIALS.md)
+      () => undefined,
+    );
   }
 
   /** The buckets' counts without counting this request (GET usage): Redis when available, else in process. */

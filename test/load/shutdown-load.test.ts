@@ -175,7 +175,7 @@ describe('SIGTERM under real keep-alive load (server in its own process)', () =>
         // Past the per-request Redis budget a request is counted in process, and in Redis too if the
         // late command still runs (docs/CREDENTIALS.md › When Redis fails): the exact count below then
         // no longer holds. The default 50 ms was once exceeded on a loaded CI machine; the budget is
-        // not what this test is about (test/credentials/redis-script.test.ts › a frozen Redis is).
+        // not what this test is about (test/credentials/redis-frozen.test.ts is).
         REDIS_BUDGET_MS: '2000',
         WEB_CONCURRENCY: String(workers),
       });
