@@ -21,6 +21,8 @@ import { waitFor } from '../support/wait';
 const TEST = '/api/v1/partner/test_endpoint';
 /** The script call itself, kept before any test spies on it. */
 const realEvaluateShared = buckets.evaluateShared;
+/** Late counts given back so far (a counter of this process). */
+const givenBack = async () => (await rateLimitLateCountsGivenBack.get()).values[0]?.value ?? 0;
 
 describe('a frozen Redis (SIGSTOP)', () => {
   let db: TestDatabase;
@@ -67,39 +69,48 @@ describe('a frozen Redis (SIGSTOP)', () => {
     return { guard, server: await listen(app) };
   }
 
+  /**
+   * A new key's first request, counted in Redis; then its second, sent while Redis is frozen: past its
+   * budget, it is counted in process; then Redis thaws and runs the late script call. The client waits
+   * for replies up to 30 s from here on (the caller restores its command timeout). `before`: the late
+   * counts given back before the freeze.
+   */
+  async function countOneRequestLate({ guard, server }: Awaited<ReturnType<typeof partnerOnFrozenRedis>>) {
+    const { apiKey, keyId } = await issueKey(db.owner, {
+      plan: await createPlan(db.owner, 1000, 100_000, 1_000_000),
+    });
+    // The new plan's and key's notifications seen first: one arriving after the next request would
+    // empty the identity cache, and the frozen request would then ask the failed-auth limit in Redis
+    // before the key's own: that call stalls, opens the circuit, and the key's count never reaches
+    // Redis, so there is nothing to give back. CI failed so (reproduced by a NOTIFY at this point).
+    await credentialsSettled(db, { guard });
+    expect((await server.get(TEST, bearer(apiKey))).status).toBe(200); // counted in Redis
+    expect(guard.breaker!.isOpen).toBe(false); // so the next request's script call reaches Redis
+    const before = await givenBack();
+
+    // The give-back needs the late reply, which the client waits for up to its command timeout (1 s in
+    // production). A loaded CI machine can hold this freeze past 1 s (it failed so once), and the reply
+    // would then be dropped by design (CREDENTIALS.md): these tests are about the give-back, so the
+    // client waits longer than any freeze here.
+    (client as Redis).options.commandTimeout = 30_000;
+    redisServer.freeze();
+    const stalled = await server.get(TEST, bearer(apiKey)); // past its budget: counted in process
+    expect(stalled.status).toBe(200);
+    expect(guard.breaker!.isOpen).toBe(true);
+    redisServer.freeze(false); // Redis runs the script now, and its reply reaches the waiting client
+    return { keyId, before };
+  }
+
   test('a request counted in process after its budget ran out counts once: the late count in Redis is given back', async () => {
     await awaitRoomInMinute(15_000);
     // A budget of 1 s, not 40 ms. If the first request's script call outlasts its budget (a loaded CI
     // machine), the circuit is open before Redis freezes: the stalled request never reaches Redis and
     // there is nothing to give back. CI failed so once; a 1 ms budget reproduces it.
     const { guard, server } = await partnerOnFrozenRedis('late:', 100, 1000);
-    const givenBack = async () => (await rateLimitLateCountsGivenBack.get()).values[0]?.value ?? 0;
-    const redis = client as Redis;
-    const commandTimeout = redis.options.commandTimeout;
+    const commandTimeout = (client as Redis).options.commandTimeout;
     let closed = false;
     try {
-      const { apiKey, keyId } = await issueKey(db.owner, {
-        plan: await createPlan(db.owner, 1000, 100_000, 1_000_000),
-      });
-      // The new plan's and key's notifications seen first: one arriving after the next request would
-      // empty the identity cache, and the frozen request would then ask the failed-auth limit in Redis
-      // before the key's own: that call stalls, opens the circuit, and the key's count never reaches
-      // Redis, so there is nothing to give back. CI failed so (reproduced by a NOTIFY at this point).
-      await credentialsSettled(db, { guard });
-      expect((await server.get(TEST, bearer(apiKey))).status).toBe(200); // counted in Redis
-      expect(guard.breaker!.isOpen).toBe(false); // so the next request's script call reaches Redis
-      const before = await givenBack();
-
-      // The give-back needs the late reply, which the client waits for up to its command timeout (1 s in
-      // production). A loaded CI machine can hold this freeze past 1 s (it failed so once), and the reply
-      // would then be dropped by design (CREDENTIALS.md): this test is about the give-back, so its client
-      // waits longer than any freeze here.
-      redis.options.commandTimeout = 30_000;
-      redisServer.freeze();
-      const stalled = await server.get(TEST, bearer(apiKey)); // past its 40 ms budget: counted in process
-      expect(stalled.status).toBe(200);
-      expect(guard.breaker!.isOpen).toBe(true);
-      redisServer.freeze(false); // Redis runs the script now, and its reply reaches the waiting client
+      const { keyId, before } = await countOneRequestLate({ guard, server });
 
       // (the count itself asserted, so a failure shows whether none or two were given back)
       await waitFor(async () => (await givenBack()) === before + 1, 5000);
@@ -121,7 +132,7 @@ describe('a frozen Redis (SIGSTOP)', () => {
       );
       expect(rows).toEqual([{ endpoint: 'test_endpoint', requests: 2 }]);
     } finally {
-      redis.options.commandTimeout = commandTimeout;
+      (client as Redis).options.commandTimeout = commandTimeout;
       await server.close();
       if (!closed) await guard.close();
     }
@@ -132,27 +143,14 @@ describe('a frozen Redis (SIGSTOP)', () => {
     const warnings: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
     const { guard, server } = await partnerOnFrozenRedis('late-failed:', 100, 1000, logger);
-    const givenBack = async () => (await rateLimitLateCountsGivenBack.get()).values[0]?.value ?? 0;
-    const redis = client as Redis;
-    const commandTimeout = redis.options.commandTimeout;
+    const commandTimeout = (client as Redis).options.commandTimeout;
     // The late reply arrives; the refund that follows it fails (as on a connection lost at that moment).
     const refunds = jest.spyOn(buckets, 'evaluateShared').mockImplementation((...args) => {
       if (args[6] === 'refund') return Promise.reject(new Error('connection lost'));
       return realEvaluateShared(...args);
     });
     try {
-      const { apiKey, keyId } = await issueKey(db.owner, {
-        plan: await createPlan(db.owner, 1000, 100_000, 1_000_000),
-      });
-      await credentialsSettled(db, { guard }); // as in the test above: the key stays cached
-      expect((await server.get(TEST, bearer(apiKey))).status).toBe(200);
-      expect(guard.breaker!.isOpen).toBe(false);
-      const before = await givenBack();
-
-      redis.options.commandTimeout = 30_000; // as above: the late reply is not dropped
-      redisServer.freeze();
-      expect((await server.get(TEST, bearer(apiKey))).status).toBe(200); // counted in process
-      redisServer.freeze(false);
+      const { keyId, before } = await countOneRequestLate({ guard, server });
 
       const failed = (m: string) => m.includes('giving it back there failed');
       expect(await waitFor(() => warnings.some(failed), 5000)).toBe(true);
@@ -164,7 +162,7 @@ describe('a frozen Redis (SIGSTOP)', () => {
       expect(await client.get(minuteKeys[0]!)).toBe('2');
     } finally {
       refunds.mockRestore();
-      redis.options.commandTimeout = commandTimeout;
+      (client as Redis).options.commandTimeout = commandTimeout;
       await server.close();
       await guard.close();
     }
