@@ -75,7 +75,8 @@ describeWithCluster('a Redis Cluster master killed under load (two instances)', 
         const owner = await cluster.masterOf(slot, survivor).catch(() => victim);
         const ok = /cluster_state:ok/.test(await cluster.cli(survivor, 'cluster', 'info'));
         if (owner !== victim && ok) break;
-        if (Date.now() - killedAt > 45_000) throw new Error('no replica was promoted'); // elections may take a few rounds
+        // elections may take a few rounds; if none succeeds, the nodes' views and logs say why
+        if (Date.now() - killedAt > 45_000) throw new Error(`no replica was promoted\n${await cluster.diagnosis()}`);
         await sleep(100);
       }
       promotedMs = Date.now() - killedAt;

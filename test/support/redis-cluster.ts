@@ -74,6 +74,10 @@ export class OwnRedisCluster {
               '',
               '--appendonly',
               'no',
+              '--repl-diskless-sync-delay',
+              '0',
+              '--logfile',
+              path.join(dir, `redis-${port}.log`),
             ],
             { stdio: 'ignore' },
           ),
@@ -101,6 +105,22 @@ export class OwnRedisCluster {
           await new Promise((r) => setTimeout(r, 50));
         }
       }
+      // cluster_state:ok comes before the replicas are attached and synced (seen: all six nodes still
+      // masters in one node's view, the first sync not begun). A replica that never synced cannot be
+      // promoted, and a master that still sees it as a master denies it its vote, so a test that kills
+      // a master right away could wait for a failover that never comes. Wait for both.
+      const replicas = size - size / (1 + replicasPerMaster);
+      for (let i = 0; ; i++) {
+        const port = (p: number) => ['-p', String(p)];
+        const infos = await Promise.all(cluster.ports.map((p) => cli([...port(p), 'info', 'replication'])));
+        const views = await Promise.all(cluster.ports.map((p) => cli([...port(p), 'cluster', 'nodes'])));
+        const synced = infos.filter((info) => /role:slave/.test(info) && /master_link_status:up/.test(info)).length;
+        const seen = views.map((view) => view.split('\n').filter((line) => / (myself,)?slave /.test(line)).length);
+        if (synced === replicas && seen.every((n) => n === replicas)) break;
+        if (i > 400)
+          throw new Error(`after 20 s: ${synced} of ${replicas} replicas synced; seen as such: ${seen.join(', ')}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       return cluster;
     } catch (e) {
       await cluster.stop();
@@ -124,6 +144,29 @@ export class OwnRedisCluster {
       }
     }
     throw new Error(`no master serves slot ${slot}`);
+  }
+
+  /** What went wrong, for a test's error: each live node's view of the cluster and the end of its log. */
+  async diagnosis(lines = 15): Promise<string> {
+    const parts: string[] = [];
+    for (const [i, port] of this.ports.entries()) {
+      const child = this.children[i];
+      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
+      const nodes = await this.cli(port, 'cluster', 'nodes').catch((e: Error) => e.message);
+      let log = '';
+      try {
+        log = fs
+          .readFileSync(path.join(this.dir, `redis-${port}.log`), 'utf8')
+          .trimEnd()
+          .split('\n')
+          .slice(-lines)
+          .join('\n');
+      } catch {
+        // no log written
+      }
+      parts.push(`--- node ${port}: cluster nodes\n${nodes.trim()}\n--- its log (last ${lines} lines)\n${log}`);
+    }
+    return parts.join('\n');
   }
 
   /** SIGKILLs one node (a crash) and waits until it is gone. */
