@@ -38,7 +38,7 @@ describe('demo data for every hour', () => {
     const { state, name } = big[0]!;
     const { rows } = await db.owner.query<{ at: Date; open: number; city_open: number; busiest: number }>(
       `select t as at,
-              json_array_length(api.bars(p_open_now => true, p_limit => 250, p_now => t) -> 'bars') as open,
+              json_array_length(api.bars(p_open_now => true, p_limit => 250, p_now => t)::json -> 'bars') as open,
               json_array_length(api.bars_by_city($1, $2, p_open_now => true, p_per_page => 100, p_now => t) -> 'bars')
                 as city_open,
               json_array_length(api.bars_by_city($1, $2, p_now => t) -> 'busiest_bars') as busiest

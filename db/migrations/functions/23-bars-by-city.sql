@@ -295,7 +295,7 @@ begin
     return json_build_object(
       'city', private.city_json(v_city),
       'bars', (
-        select coalesce(json_agg(r.body order by u.n), '[]'::json)
+        select coalesce(json_agg(r.body::json order by u.n), '[]'::json)
         from unnest(v_page) with ordinality u(id, n)
         cross join lateral private.bar_list_row(u.id, p_now) r),
       'events_today', private.events_today_json(v_events, p_events_today_limit),
@@ -359,7 +359,7 @@ begin
   return json_build_object(
     'city', private.city_json(v_city),
     'bars', (
-      select coalesce(json_agg(r.body order by u.n), '[]'::json)
+      select coalesce(json_agg(r.body::json order by u.n), '[]'::json)
       from unnest(v_page) with ordinality u(id, n)
       cross join lateral private.bar_list_row(u.id, p_now) r),
     'events_today', private.events_today_json(v_events, p_events_today_limit),

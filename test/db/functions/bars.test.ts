@@ -38,13 +38,15 @@ describe('api.bars', () => {
     await sql.run(async (tx) => {
       const { owl } = await city(tx);
       const at = (now: string) =>
-        tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_open_now => true, p_now => $1)', [now]);
+        tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_open_now => true, p_now => $1)::json', [now]);
       expect(ids(await at(SUNDAY_2159_CHICAGO))).toEqual([]);
       expect(ids(await at(MONDAY_0259_CHICAGO))).toEqual([owl]);
       expect(ids(await at(MONDAY_0300_CHICAGO))).toEqual([]);
-      const all = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_now => $1)', [MONDAY_0259_CHICAGO]);
+      const all = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_now => $1)::json', [
+        MONDAY_0259_CHICAGO,
+      ]);
       expect(all.bars[0]!.occupancy).toEqual({ current_intensity: 80, status: 'very_busy' });
-      const closed = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_now => $1)', [
+      const closed = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars(p_now => $1)::json', [
         MONDAY_0300_CHICAGO,
       ]);
       expect(closed.bars[0]!.occupancy).toEqual({ current_intensity: 0, status: 'closed' });
@@ -58,7 +60,7 @@ describe('api.bars', () => {
       for (let i = 0; i < 6; i++)
         twins.push(String(await tx.fx.bar(chicago, { name: 'Twin', latitude: 41.9, longitude: -87.6 })));
       // (the walk of bars_geo returns six equal distances out of id order: the page must still be by id)
-      const byName = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars()');
+      const byName = await tx.call<{ bars: Bar[] }>('bar_partner', 'select api.bars()::json');
       expect(ids(byName)).toEqual([owl, ...twins]);
       // The walk reads one bar more than the page: a tie at the page's edge (limits 1-5) collects every
       // bar at that distance; at limit 6 the extra bar (owl) is farther, so the walk alone is the page.
@@ -66,7 +68,7 @@ describe('api.bars', () => {
         const nearest = (limit: number) =>
           tx.call<{ bars: Bar[] }>(
             'bar_partner',
-            'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $2, p_limit => $1)',
+            'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $2, p_limit => $1)::json',
             [limit, radius],
           );
         for (let limit = 1; limit <= 6; limit++) expect(ids(await nearest(limit))).toEqual(twins.slice(0, limit));
@@ -76,7 +78,7 @@ describe('api.bars', () => {
       // a radius that ends between the twins and the owl (about 3.3 km apart)
       const within = await tx.call<{ bars: Bar[] }>(
         'bar_partner',
-        'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => 1, p_limit => 2)',
+        'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => 1, p_limit => 2)::json',
       );
       expect(ids(within)).toEqual(twins.slice(0, 2));
     });
@@ -106,7 +108,7 @@ describe('api.bars', () => {
       for (const { miles } of edges) {
         const served = await tx.call<{ bars: Bar[] }>(
           'bar_partner',
-          'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $1, p_limit => 100)',
+          'select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $1, p_limit => 100)::json',
           [miles],
         );
         const recomputed = await tx.query<{ id: string }>(
@@ -121,7 +123,7 @@ describe('api.bars', () => {
         const filtered = await tx.call<{ bars: Bar[] }>(
           'bar_partner',
           `select api.bars(p_latitude => 41.9, p_longitude => -87.6, p_radius => $1, p_limit => $2,
-                           p_price_levels => '{2}')`,
+                           p_price_levels => '{2}')::json`,
           [miles, Math.max(1, recomputed.length)],
         );
         expect(ids(filtered)).toEqual(recomputed.map((r) => r.id));
@@ -140,7 +142,10 @@ describe('api.bars', () => {
       await tx.fx.barCategory(Number(owl), dive, true);
       const find = async (args: string) =>
         ids(
-          await tx.call<{ bars: Bar[] }>('bar_partner', `select api.bars(p_now => '${MONDAY_0259_CHICAGO}', ${args})`),
+          await tx.call<{ bars: Bar[] }>(
+            'bar_partner',
+            `select api.bars(p_now => '${MONDAY_0259_CHICAGO}', ${args})::json`,
+          ),
         );
       expect(await find(`p_open_at => '${MONDAY_0259_CHICAGO}'`)).toEqual([String(cheap), owl]);
       expect(await find(`p_open_at => '${MONDAY_0300_CHICAGO}'`)).toEqual([]);
@@ -149,6 +154,41 @@ describe('api.bars', () => {
       expect(await find(`p_category => 'dive', p_statuses => '{moderate}'`)).toEqual([String(cheap)]);
       expect(await find(`p_category => 'dive', p_statuses => '{moderate}', p_price_levels => '{2}'`)).toEqual([]);
       expect(await find(`p_open_now => false`)).toEqual([]);
+    });
+  });
+});
+
+describe('api.bars renders its page as text', () => {
+  test('the same bytes json_build_object and json_agg give, names that need escaping included', async () => {
+    await sql.run(async (tx) => {
+      const { chicago, owl } = await city(tx);
+      const odd = 'Joe\'s "Tap" \\ Bar ☕\n';
+      const oddId = String(await tx.fx.bar(chicago, { name: odd, latitude: 41.9, longitude: -87.6 }));
+      const cases = [
+        'p_now => $1',
+        'p_latitude => 41.9, p_longitude => -87.6, p_radius => 5, p_limit => 50, p_now => $1',
+        `p_ids => array['${oddId}', '${owl}', '999999'], p_now => $1`,
+        'p_limit => 1, p_now => $1',
+        'p_limit => 0, p_now => $1',
+        "p_category => 'no-such-slug', p_now => $1",
+        "p_open_now => true, p_price_levels => '{2}', p_now => $1",
+      ];
+      for (const args of cases) {
+        const [r] = await tx.query<{ text: string; rerendered: string }>(
+          `select t.text, json_build_object('bars', (
+                    select coalesce(json_agg(e), '[]'::json) from json_array_elements(t.text::json -> 'bars') e)
+                  )::text as rerendered
+           from (select api.bars(${args}) as text) t`,
+          [MONDAY_0259_CHICAGO],
+        );
+        expect(r!.text).toBe(r!.rerendered);
+      }
+      const page = JSON.parse(
+        await tx.call<string>('bar_partner', `select api.bars(p_ids => array['${oddId}'], p_now => $1)`, [
+          MONDAY_0259_CHICAGO,
+        ]),
+      ) as { bars: Bar[] };
+      expect(page.bars.map((b) => b.name)).toEqual([odd]);
     });
   });
 });

@@ -120,7 +120,8 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
       const secToGcCalls = async () => (await sqlFunctionCallCounts(tx)).get('public.sec_to_gc') ?? 0;
       const [, radiusCall, params] = CALLS.find(([name]) => name === 'bars, radius')!;
       let before = await secToGcCalls();
-      const served = await tx.call<{ bars: unknown[] }>('bar_partner', radiusCall, params([]));
+      // (api.bars returns its JSON text)
+      const served = JSON.parse(await tx.call<string>('bar_partner', radiusCall, params([]))) as { bars: unknown[] };
       expect(served.bars).toHaveLength(3);
       expect((await secToGcCalls()) - before).toBe(0);
       // The filtered walk proves a page of three (p_limit 3); its tie query turns the page's last
@@ -129,7 +130,7 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
       before = await secToGcCalls();
       const filtered = await tx.call<{ bars: unknown[] }>(
         'bar_partner',
-        'select api.bars(p_latitude => 41.88, p_longitude => -87.63, p_radius => 5, p_limit => 3, p_min_rating => 0, p_now => $1)',
+        'select api.bars(p_latitude => 41.88, p_longitude => -87.63, p_radius => 5, p_limit => 3, p_min_rating => 0, p_now => $1)::json',
         params([]),
       );
       expect(filtered.bars).toHaveLength(3);
