@@ -23,19 +23,9 @@ import {
   startPartner,
   type PartnerInstance,
 } from '../support/partner';
-import { OwnRedisServer } from '../support/redis-server';
+import { commandCalls, OwnRedisServer } from '../support/redis-server';
 
 const TEST = '/api/v1/partner/test_endpoint';
-
-/** calls per command since the last CONFIG RESETSTAT (INFO and CONFIG themselves excluded). */
-async function commandCalls(client: RedisClient): Promise<Record<string, number>> {
-  const info = (await client.info('commandstats')) as string;
-  const calls: Record<string, number> = {};
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (!/^(info|config|client)/.test(m[1]!)) calls[m[1]!] = Number(m[2]);
-  }
-  return calls;
-}
 
 /** The JSON error without its request id. */
 const errorOf = (body: string) => ({ ...(JSON.parse(body) as object), request_id: '-' });
@@ -45,11 +35,7 @@ async function localRefusals(bucket: string): Promise<number> {
 }
 
 async function totalCalls(client: RedisClient): Promise<number> {
-  const info = (await client.info('commandstats')) as string;
-  let n = 0;
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
-    if (!/^(info|config|client)/.test(m[1]!)) n += Number(m[2]);
-  return n;
+  return Object.values(await commandCalls(client)).reduce((a, b) => a + b, 0);
 }
 
 /** Every header of a 429 but the ones that name the request or the instant (request id, date). */

@@ -22,21 +22,11 @@ import {
   startPartner,
   type PartnerInstance,
 } from '../support/partner';
-import { OwnRedisServer } from '../support/redis-server';
+import { commandCalls, OwnRedisServer } from '../support/redis-server';
 
 const TEST = '/api/v1/partner/test_endpoint';
 /** What the Lua script itself calls (counted by commandstats too). */
 const SCRIPT_COMMANDS = ['get', 'incr', 'decr', 'pexpireat', 'hincrby', 'hset', 'hget'];
-
-/** calls per command since the last CONFIG RESETSTAT (INFO and CONFIG themselves excluded). */
-async function commandCalls(client: RedisClient): Promise<Record<string, number>> {
-  const info = (await client.info('commandstats')) as string;
-  const calls: Record<string, number> = {};
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (!/^(info|config|client)/.test(m[1]!)) calls[m[1]!] = Number(m[2]);
-  }
-  return calls;
-}
 
 describe('the limiter in Redis (own redis-server)', () => {
   let db: TestDatabase;

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { freePort } from '../../db/tools/ports';
+import type { RedisClient } from '../../server/redis';
 
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -60,4 +61,14 @@ export class OwnRedisServer {
     await exited;
     this.child = undefined;
   }
+}
+
+/** Calls per command since the last CONFIG RESETSTAT (INFO, CONFIG and CLIENT themselves excluded). */
+export async function commandCalls(client: RedisClient): Promise<Record<string, number>> {
+  const info = (await client.info('commandstats')) as string;
+  const calls: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!/^(info|config|client)/.test(m[1]!)) calls[m[1]!] = Number(m[2]);
+  }
+  return calls;
 }
