@@ -10,9 +10,10 @@ import express from 'express';
 import request from 'supertest';
 import { rateLimitLocalRefusals } from '../../server/metrics';
 import { PartnerRateLimits } from '../../server/ratelimit/limiters';
-import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { listen, type Listening } from '../support/http';
+import type { RedisClient } from '../../server/redis';
+import type { TestDatabase } from '../support/db';
+import type { Listening } from '../support/http';
+import { startOwnRedisPartner, type OwnRedisPartner } from '../support/own-redis-partner';
 import {
   awaitRoomInMinute,
   bearer,
@@ -20,10 +21,9 @@ import {
   credentialsSettled,
   issueKey,
   silentLogger,
-  startPartner,
   type PartnerInstance,
 } from '../support/partner';
-import { commandCalls, OwnRedisServer } from '../support/redis-server';
+import { commandCalls } from '../support/redis-server';
 
 const TEST = '/api/v1/partner/test_endpoint';
 
@@ -48,30 +48,19 @@ function limitHeaders(headers: IncomingHttpHeaders): Record<string, unknown> {
 }
 
 describe('a refused key is refused in process until its window ends', () => {
+  let setup: OwnRedisPartner | undefined;
   let db: TestDatabase;
-  let redisServer: OwnRedisServer;
-  let client: RedisClient;
   let probe: RedisClient;
   let partner: PartnerInstance;
   let server: Listening;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    redisServer = await OwnRedisServer.start();
-    client = createRedisClient(redisServer.url, silentLogger);
-    probe = createRedisClient(redisServer.url, silentLogger);
-    await Promise.all([redisReadyPromise(client), redisReadyPromise(probe)]);
-    partner = await startPartner(db, { redis: client, redisPrefix: 'lr:' });
-    server = await listen(partner.app);
+    setup = await startOwnRedisPartner('lr:');
+    ({ db, probe, partner, server } = setup);
   });
   afterAll(async () => {
     jest.restoreAllMocks();
-    await server?.close();
-    await partner?.close().catch(() => undefined);
-    client?.disconnect();
-    probe?.disconnect();
-    await redisServer?.stop();
-    await db?.drop();
+    await setup?.stop();
   });
 
   test('no Redis command and no PostgreSQL query after the first 429; same answer; usage exact; other keys served', async () => {

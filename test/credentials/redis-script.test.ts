@@ -8,27 +8,28 @@ import request from 'supertest';
 import pino from 'pino';
 import type { RedisBreaker } from '../../server/ratelimit/breaker';
 import { evaluateShared, LocalBuckets, usageKey, windowsAt } from '../../server/ratelimit/buckets';
-import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import type { RedisClient } from '../../server/redis';
 import { SharedUsage } from '../../server/usage/shared';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { listen, type Listening } from '../support/http';
+import type { TestDatabase } from '../support/db';
+import type { Listening } from '../support/http';
+import { startOwnRedisPartner, type OwnRedisPartner } from '../support/own-redis-partner';
 import {
   awaitRoomInMinute,
   bearer,
   createPlan,
   credentialsSettled,
   issueKey,
-  silentLogger,
   startPartner,
   type PartnerInstance,
 } from '../support/partner';
-import { commandCalls, OwnRedisServer } from '../support/redis-server';
+import { commandCalls, type OwnRedisServer } from '../support/redis-server';
 
 const TEST = '/api/v1/partner/test_endpoint';
 /** What the Lua script itself calls (counted by commandstats too). */
 const SCRIPT_COMMANDS = ['get', 'incr', 'decr', 'pexpireat', 'hincrby', 'hset', 'hget'];
 
 describe('the limiter in Redis (own redis-server)', () => {
+  let setup: OwnRedisPartner | undefined;
   let db: TestDatabase;
   let redisServer: OwnRedisServer;
   let client: RedisClient; // the instances' client
@@ -37,22 +38,11 @@ describe('the limiter in Redis (own redis-server)', () => {
   let server: Listening;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    redisServer = await OwnRedisServer.start();
-    client = createRedisClient(redisServer.url, silentLogger);
-    probe = createRedisClient(redisServer.url, silentLogger);
-    await Promise.all([redisReadyPromise(client), redisReadyPromise(probe)]);
-    partner = await startPartner(db, { redis: client, redisPrefix: 'rs:' });
-    server = await listen(partner.app);
+    setup = await startOwnRedisPartner('rs:');
+    ({ db, redisServer, client, probe, partner, server } = setup);
   });
   afterAll(async () => {
-    await server?.close();
-    await partner?.close().catch(() => undefined);
-    client?.disconnect();
-    probe?.disconnect();
-    redisServer?.freeze(false);
-    await redisServer?.stop();
-    await db?.drop();
+    await setup?.stop();
   });
 
   test('one Redis command per request for the three buckets and usage (INFO commandstats); after the first 429, none', async () => {
