@@ -18,6 +18,7 @@ import {
   silentLogger,
   type PartnerInstance,
 } from '../support/partner';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { OwnRedisServer } from '../support/redis-server';
 
 const P = '/api/v1/partner';
@@ -186,22 +187,18 @@ describe.each(['in-process counters', 'Redis (own redis-server)'])('usage histor
 });
 
 describe('usage history: three instances sharing Redis and PostgreSQL, one restarted in the middle', () => {
+  let setup: OwnRedis | undefined;
   let db: TestDatabase;
-  let redisServer: OwnRedisServer;
   let client: RedisClient;
   const instances: PartnerInstance[] = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    redisServer = await OwnRedisServer.start();
-    client = createRedisClient(redisServer.url, silentLogger);
-    await redisReadyPromise(client);
+    setup = await startOwnRedis();
+    ({ db, client } = setup);
   });
   afterAll(async () => {
     for (const p of instances) await p.close().catch(() => undefined);
-    client?.disconnect();
-    await redisServer?.stop();
-    await db?.drop();
+    await setup?.stop();
   });
 
   test('the history equals the answers the client saw, per status class', async () => {

@@ -13,7 +13,7 @@ import { PartnerRateLimits } from '../../server/ratelimit/limiters';
 import type { RedisClient } from '../../server/redis';
 import type { TestDatabase } from '../support/db';
 import type { Listening } from '../support/http';
-import { startOwnRedisPartner, type OwnRedisPartner } from '../support/own-redis-partner';
+import { startOwnRedisPartner, type OwnRedisPartner } from '../support/own-redis';
 import {
   awaitRoomInMinute,
   bearer,

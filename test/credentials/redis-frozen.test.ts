@@ -10,11 +10,12 @@ import { createPartnerGuard } from '../../server/credentials/guard';
 import { createPartnerApp } from '../../server/http/app';
 import { rateLimitLateCountsGivenBack } from '../../server/metrics';
 import * as buckets from '../../server/ratelimit/buckets';
-import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import type { RedisClient } from '../../server/redis';
 import { testClock } from '../support/clock';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import type { TestDatabase } from '../support/db';
 import { listen } from '../support/http';
 import { awaitRoomInMinute, bearer, createPlan, credentialsSettled, issueKey, silentLogger } from '../support/partner';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { OwnRedisServer } from '../support/redis-server';
 import { waitFor } from '../support/wait';
 
@@ -25,21 +26,17 @@ const realEvaluateShared = buckets.evaluateShared;
 const givenBack = async () => (await rateLimitLateCountsGivenBack.get()).values[0]?.value ?? 0;
 
 describe('a frozen Redis (SIGSTOP)', () => {
+  let setup: OwnRedis | undefined;
   let db: TestDatabase;
   let redisServer: OwnRedisServer;
   let client: RedisClient;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    redisServer = await OwnRedisServer.start();
-    client = createRedisClient(redisServer.url, silentLogger);
-    await redisReadyPromise(client);
+    setup = await startOwnRedis();
+    ({ db, redisServer, client } = setup);
   });
   afterAll(async () => {
-    redisServer?.freeze(false);
-    client?.disconnect();
-    await redisServer?.stop();
-    await db?.drop();
+    await setup?.stop();
   });
 
   /** A partner app whose Redis calls have a 40 ms budget (unless given), on this describe's freezable redis-server. */

@@ -12,7 +12,7 @@ import type { RedisClient } from '../../server/redis';
 import { SharedUsage } from '../../server/usage/shared';
 import type { TestDatabase } from '../support/db';
 import type { Listening } from '../support/http';
-import { startOwnRedisPartner, type OwnRedisPartner } from '../support/own-redis-partner';
+import { startOwnRedisPartner, type OwnRedisPartner } from '../support/own-redis';
 import {
   awaitRoomInMinute,
   bearer,

@@ -7,9 +7,10 @@
  */
 import http from 'node:http';
 import { createPartnerGuard } from '../../server/credentials/guard';
-import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import type { RedisClient } from '../../server/redis';
+import type { TestDatabase } from '../support/db';
 import { awaitRoomInMinute, createPlan, issueKey, silentLogger } from '../support/partner';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { OwnRedisServer } from '../support/redis-server';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
 
@@ -37,22 +38,19 @@ function add(t: Tally, endpoint: string, status: number): void {
 }
 
 describe('usage history: three server processes, one SIGKILLed and restarted', () => {
+  let setup: OwnRedis | undefined;
   let db: TestDatabase;
   let redisServer: OwnRedisServer;
   let client: RedisClient;
   const servers: ServerProcess[] = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    redisServer = await OwnRedisServer.start();
-    client = createRedisClient(redisServer.url, silentLogger);
-    await redisReadyPromise(client);
+    setup = await startOwnRedis();
+    ({ db, redisServer, client } = setup);
   });
   afterAll(async () => {
     for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
-    client?.disconnect();
-    await redisServer?.stop();
-    await db?.drop();
+    await setup?.stop();
   });
 
   test('the history equals the answers, per endpoint and status class', async () => {

@@ -7,9 +7,10 @@
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { createPartnerGuard } from '../../server/credentials/guard';
-import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import type { RedisClient } from '../../server/redis';
+import type { TestDatabase } from '../support/db';
 import { issueKey, silentLogger } from '../support/partner';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { OwnRedisServer } from '../support/redis-server';
 import { startServerProcess } from '../support/server-process';
 
@@ -25,22 +26,19 @@ function get(port: number, p: string, apiKey: string): Promise<number> {
 }
 
 describe('usage survives a SIGKILL (Redis)', () => {
+  let setup: OwnRedis | undefined;
   let db: TestDatabase;
   let redisServer: OwnRedisServer;
   let client: RedisClient;
   let child: ChildProcess | undefined;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    redisServer = await OwnRedisServer.start();
-    client = createRedisClient(redisServer.url, silentLogger);
-    await redisReadyPromise(client);
+    setup = await startOwnRedis();
+    ({ db, redisServer, client } = setup);
   });
   afterAll(async () => {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    client?.disconnect();
-    await redisServer?.stop();
-    await db?.drop();
+    await setup?.stop();
   });
 
   test('every answered request is counted once after the instance is killed', async () => {
