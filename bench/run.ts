@@ -22,6 +22,7 @@ import {
   postgresSettings,
   warm,
 } from './environment';
+import { machineAtEnd, type Yardsticks } from './machine-drift';
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
@@ -325,13 +326,14 @@ async function main(): Promise<void> {
   const poolMax = Number(process.env.PG_POOL_MAX || 10);
   const db = await prepareDatabase(args.databaseUrl, args.bars, args.seed);
   const scale = `${db.bars.toLocaleString('en-US')} bars, ~${db.events.toLocaleString('en-US')} events, ~${db.posts.toLocaleString('en-US')} posts`;
+  const atStart: Yardsticks = { cpu: cpuYardstick(), loopback: await loopbackYardstick() };
   console.log(
     `# Partner API benchmark\n\n${new Date().toISOString()} · ${scale} · ${os.cpus().length} CPUs (${os.cpus()[0]?.model}) · Node ${process.version} · load avg ${os
       .loadavg()
       .map((l) => l.toFixed(2))
       .join(
         ' ',
-      )} · PG_POOL_MAX ${poolMax} · CPU yardstick (SHA-256, one core) ${cpuYardstick().toLocaleString('en-US')} MB/s · loopback yardstick ${(await loopbackYardstick()).toLocaleString('en-US')} round trips/s`,
+      )} · PG_POOL_MAX ${poolMax} · CPU yardstick (SHA-256, one core) ${atStart.cpu.toLocaleString('en-US')} MB/s · loopback yardstick ${atStart.loopback.toLocaleString('en-US')} round trips/s`,
   );
 
   const client = new pg.Client({ connectionString: args.databaseUrl });
@@ -376,6 +378,7 @@ async function main(): Promise<void> {
         (tps.length ? `${medianRange(tps)} TPS` : 'pgbench not found or failed: skipped'),
     );
     all.pgbench = { bar: tps };
+    if (tps.length) atStart.pgbench = median(tps);
   }
   if (args.http) all.http = await httpPhase(args, httpList, db.apiKey, poolMax);
   if (args.ratio) {
@@ -392,6 +395,8 @@ async function main(): Promise<void> {
   if (args.logFlood) all.logFlood = await logFloodPhase(args, list, db.apiKey, poolMax); // bench/log-flood.ts
   if (!args.floodOnly && !args.logFloodOnly && (!args.only || args.only.includes('graphql')))
     all.graphql = await graphqlPhase({ ...args, apiKey: db.apiKey, poolMax }); // bench/graphql.ts
+  if (!args.explain || args.db || args.http || args.ratio || args.flood || args.logFlood)
+    all.machineAtEnd = await machineAtEnd(args.databaseUrl, db.bars, atStart);
 
   const out = path.resolve(__dirname, '../../bench/results');
   fs.mkdirSync(out, { recursive: true });
