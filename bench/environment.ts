@@ -7,6 +7,7 @@
  */
 import { CALLS, apiSql } from '../server/contract/calls';
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import { execFileSync, spawnSync } from 'node:child_process';
 import pg from 'pg';
@@ -34,6 +35,8 @@ const SETTINGS = [
   'random_page_cost',
   'jit',
   'max_connections',
+  'huge_pages',
+  'huge_pages_status', // PostgreSQL 17+: whether the server got them
 ];
 
 export function gitCommit(): string {
@@ -44,6 +47,30 @@ export function gitCommit(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/**
+ * The huge pages this machine's kernel has reserved (/proc/meminfo), e.g. `3,200 of 2048 kB, 74 in
+ * use`, or `none reserved`; undefined where it cannot be read. With none, PostgreSQL's shared buffers
+ * sit on 4 KB pages, whose TLB misses cost a random read of the 1M database up to 4× in a virtual
+ * machine (docs/OPERATIONS.md › Huge pages).
+ */
+export function machineHugePages(meminfo?: string): string | undefined {
+  let text = meminfo;
+  if (text === undefined) {
+    try {
+      text = fs.readFileSync('/proc/meminfo', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  const total = field('HugePages_Total');
+  const free = field('HugePages_Free');
+  const size = field('Hugepagesize');
+  if (!Number.isFinite(total)) return undefined;
+  if (total === 0) return 'none reserved';
+  return `${total.toLocaleString('en-US')} of ${size} kB, ${(total - free).toLocaleString('en-US')} in use`;
 }
 
 /** `name=value` of the settings that decide the figures, one line. */

@@ -16,6 +16,7 @@ import {
   cpuYardstick,
   gitCommit,
   loopbackYardstick,
+  machineHugePages,
   median,
   medianRange,
   pgbenchBar,
@@ -340,7 +341,10 @@ async function main(): Promise<void> {
   await client.connect();
   const settings = await postgresSettings(client);
   const warmed = args.warm ? await warm(client) : 'not warmed (--no-warm)';
-  console.log(`\ncommit ${gitCommit()} · PostgreSQL: ${settings}\ncache: ${warmed}`);
+  const hugePages = machineHugePages() ?? 'unknown';
+  console.log(
+    `\ncommit ${gitCommit()} · PostgreSQL: ${settings} · this machine's huge pages: ${hugePages}\ncache: ${warmed}`,
+  );
   const sample = await sampleData(client).finally(() => client.end());
   // the serving-path targets' shapes only when named (--only hot_bar,radius5,...)
   const targets = targetEndpoints(sample).filter((e) => args.only?.includes(e.name));
@@ -365,7 +369,7 @@ async function main(): Promise<void> {
     );
     all.explain = summaries;
   }
-  all.environment = { commit: gitCommit(), postgres: settings, cache: warmed, runs: args.runs };
+  all.environment = { commit: gitCommit(), postgres: settings, hugePages, cache: warmed, runs: args.runs };
   if (args.db) all.db = await dbPhase(args, list);
   if (args.pgbench) {
     const tps: number[] = [];
