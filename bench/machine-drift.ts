@@ -5,6 +5,7 @@
  * machine, and the run says so after its last phase.
  */
 import { cpuYardstick, loopbackYardstick, pgbenchBar } from './environment';
+import { table } from './markdown';
 
 /** The machine's yardsticks at one moment: CPU (MB/s), loopback (round trips/s), pgbench `api.bar` (TPS). */
 export interface Yardsticks {
@@ -53,16 +54,18 @@ const percent = (x: number) => `${x >= 0 ? '+' : '−'}${Math.abs(x * 100).toFix
 
 /** The drift as markdown: a table of start, end and change, and a verdict line. */
 export function driftReport(drift: YardstickDrift[]): string {
-  const rows = drift.map(
-    (d) =>
-      `| ${NAMES[d.name]} | ${Math.round(d.start).toLocaleString('en-US')} | ${Math.round(d.end).toLocaleString('en-US')} | ${percent(d.change)} |`,
-  );
+  const rows = drift.map((d) => [
+    NAMES[d.name],
+    Math.round(d.start).toLocaleString('en-US'),
+    Math.round(d.end).toLocaleString('en-US'),
+    percent(d.change),
+  ]);
   const tolerance = 'tolerance: CPU ±10 %, loopback and pgbench ±25 %';
   const moved = drift.filter((d) => d.beyondTolerance);
   const verdict = moved.length
     ? `**The machine changed during the run** (${moved.map((d) => `${d.name} ${percent(d.change)}`).join(', ')}; ${tolerance}): its figures are not of one machine.`
     : `The machine stayed within tolerance (${tolerance}).`;
-  return ['| yardstick | start | end | change |', '| --- | --- | --- | --- |', ...rows, '', verdict].join('\n');
+  return `${table(['yardstick', 'start', 'end', 'change'], rows)}\n\n${verdict}`;
 }
 
 /** The yardsticks again (pgbench only when the start has one), printed against the start. */

@@ -24,6 +24,7 @@ import {
   warm,
 } from './environment';
 import { machineAtEnd, type Yardsticks } from './machine-drift';
+import { table } from './markdown';
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
@@ -38,11 +39,6 @@ import { endpoints, sampleData, targetEndpoints, withEncodings, type Endpoint } 
 
 const PREFIX = '/api/v1/partner';
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
-
-function table(head: string[], rows: (string | number)[][]): string {
-  const line = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
-}
 
 /** Commands Redis received from clients (script calls count once; what they run inside is not a round trip). */
 /** Commands only the rate-limit scripts call (server/ratelimit/buckets.ts; rate-limit-redis), plus INFO itself. */
@@ -399,8 +395,8 @@ async function main(): Promise<void> {
   if (args.logFlood) all.logFlood = await logFloodPhase(args, list, db.apiKey, poolMax); // bench/log-flood.ts
   if (!args.floodOnly && !args.logFloodOnly && (!args.only || args.only.includes('graphql')))
     all.graphql = await graphqlPhase({ ...args, apiKey: db.apiKey, poolMax }); // bench/graphql.ts
-  if (!args.explain || args.db || args.http || args.ratio || args.flood || args.logFlood)
-    all.machineAtEnd = await machineAtEnd(args.databaseUrl, db.bars, atStart);
+  const explainOnly = args.explain && !(args.db || args.http || args.ratio || args.flood || args.logFlood);
+  if (!explainOnly) all.machineAtEnd = await machineAtEnd(args.databaseUrl, db.bars, atStart);
 
   const out = path.resolve(__dirname, '../../bench/results');
   fs.mkdirSync(out, { recursive: true });
