@@ -3,7 +3,9 @@
  * earthdistance's ll_to_earth spelled out without a SET clause, so that it is
  * inlined (the generated geo columns call it per row). It must give exactly
  * ll_to_earth's points, be inlined, and work under an empty search_path (as
- * pg_restore recomputes generated columns).
+ * pg_restore recomputes generated columns). private.earth_chord and
+ * private.radius_box, its gc_to_sec and earth_box: equal to the extension's, and
+ * inlined (the extension's are planned again on every request).
  */
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
@@ -58,5 +60,44 @@ describe('private.earth_point', () => {
     } finally {
       client.release();
     }
+  });
+});
+
+describe('private.earth_chord and private.radius_box', () => {
+  let db: TestDatabase;
+  const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => db.drop());
+
+  test("equal gc_to_sec and earth_box exactly: negative, zero, a radius's range, past half the earth, null", async () => {
+    const rows = await q(`
+      with m(m) as (
+        select random() * 100000 from generate_series(1, 2000)
+        union all values (-1::float8), (0), (1609.344 * 5), (1609.344 * 25), (2e7), (4.1e7), (1e9))
+      select count(*)::int as n,
+             count(*) filter (where private.earth_chord(m) = public.gc_to_sec(m))::int as chords,
+             count(*) filter (where private.radius_box(private.earth_point(40.7, -74), m)
+                                    = public.earth_box(private.earth_point(40.7, -74), m))::int as boxes
+      from m`);
+    expect(rows[0]).toEqual({ n: 2007, chords: 2007, boxes: 2007 });
+    const [nulls] = await q('select private.earth_chord(null) is null as c, private.radius_box(null, 1) is null as b');
+    expect(nulls).toEqual({ c: true, b: true });
+  });
+
+  test('are inlined: the plan calls cube_enlarge and sin, neither helper nor gc_to_sec', async () => {
+    const plan = (
+      await q(
+        `explain (verbose, costs off)
+         select private.radius_box(private.earth_point(x, x), x * 1000) from generate_series(1, 3) x(x)`,
+      )
+    )
+      .map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'])
+      .join('\n');
+    expect(plan).not.toMatch(/radius_box|earth_chord|gc_to_sec/);
+    expect(plan).toMatch(/cube_enlarge/);
+    expect(plan).toMatch(/sin\(/);
   });
 });

@@ -155,7 +155,7 @@ create or replace function private.open_slot_keys(
   language sql stable parallel safe
 as $$
   select private.slot_key(z.id, private.minute_of_week(p_at at time zone z.name)) from private.time_zones z
-  where (p_radius_m is null or z.geo_extent && public.earth_box(p_center, p_radius_m))
+  where (p_radius_m is null or z.geo_extent && private.radius_box(p_center, p_radius_m))
     and (p_box is null or z.location_extent && p_box)
 $$;
 

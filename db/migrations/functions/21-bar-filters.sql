@@ -103,7 +103,7 @@ create or replace function private.bar_in_area(
 ) returns boolean
   language sql stable parallel safe
 as $$
-  select (p_radius_m is null or (earth_box(p_center, p_radius_m) @> p_geo and earth_distance(p_center, p_geo) <= p_radius_m))
+  select (p_radius_m is null or (private.radius_box(p_center, p_radius_m) @> p_geo and earth_distance(p_center, p_geo) <= p_radius_m))
      and (p_box is null or p_location <@ p_box)
 $$;
 

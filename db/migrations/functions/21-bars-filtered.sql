@@ -22,7 +22,7 @@ create or replace function private.bars_filtered_walk_nearest(
   language plpgsql stable
 as $$
 declare
-  v_chord double precision := gc_to_sec(p_radius_m);  -- for private.within_radius
+  v_chord double precision := private.earth_chord(p_radius_m);  -- for private.within_radius
   v_sort text;
   v_bitmap text;
   v_jit text;
@@ -36,7 +36,7 @@ begin
     with knn as materialized (
       select w.id, w.d from (
         select b.id, b.geo <-> p_center as d from private.bars b
-        where earth_box(p_center, p_radius_m) @> b.geo and private.within_radius(p_center, b.geo, p_radius_m, v_chord)
+        where private.radius_box(p_center, p_radius_m) @> b.geo and private.within_radius(p_center, b.geo, p_radius_m, v_chord)
           and (p_category_id is null or exists (
                 select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
           and (p_box is null or b.location <@ p_box)
@@ -185,7 +185,7 @@ begin
     null;
   elsif p_radius_m is not null then
     v_few_region := (select count(*) from (
-      select 1 from private.bars b where earth_box(p_center, p_radius_m) @> b.geo limit v_region_cap) x) < v_region_cap;
+      select 1 from private.bars b where private.radius_box(p_center, p_radius_m) @> b.geo limit v_region_cap) x) < v_region_cap;
   elsif p_box is not null then
     v_few_region := (select count(*) from (
       select 1 from private.bars b where b.location <@ p_box limit v_region_cap) x) < v_region_cap;

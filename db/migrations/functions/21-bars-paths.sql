@@ -25,7 +25,7 @@ begin
     where b.id = any (v_ids)
       and (p_category_id is null or exists (
             select 1 from private.bar_categories bc where bc.bar_id = b.id and bc.category_id = p_category_id))
-      and (p_radius_m is null or (earth_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m))
+      and (p_radius_m is null or (private.radius_box(p_center, p_radius_m) @> b.geo and earth_distance(p_center, b.geo) <= p_radius_m))
       and (p_box is null or b.location <@ p_box)
       and (not p_filtered or private.bar_filters_match(b.id, p_now, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses))
     order by case when p_center is null then array_position(v_ids, b.id) end, b.geo <-> p_center, b.id
@@ -68,8 +68,8 @@ begin
   perform set_config('jit', 'off', true);
   if p_radius_m is not null then
     -- the radius tested without an SQL function per bar (private.within_radius); the box computed once
-    v_cube := earth_box(p_center, p_radius_m);
-    v_chord := gc_to_sec(p_radius_m);
+    v_cube := private.radius_box(p_center, p_radius_m);
+    v_chord := private.earth_chord(p_radius_m);
     select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
       select b.id, b.geo <-> p_center as d from private.bars b
       where v_cube @> b.geo and private.within_radius(p_center, b.geo, p_radius_m, v_chord)

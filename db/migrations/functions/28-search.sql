@@ -18,12 +18,15 @@
 -- cities, then id. At most the 1,000 best matches are served (decisions.md v1.1).
 --
 -- How a request is served (api.search): total_count counts the entities of
--- tiers 1-3 up to 1,001 in q's ranges of search_terms_range (index-only); the
+-- tiers 1-3 up to 1,001 in q's ranges of search_terms_range (index-only); a
+-- frequent word ends that at its first range holding 1,001 entities (the usual
+-- case of a short or common q: one statement, no arrays). The
 -- trigram tier runs only when that leaves room below the cap (private.search_fuzzy_names and
 -- bounded probes of the lexicon). The page is then read tier by tier, each only as
 -- far as the page reaches (page 1 of 20: about 20 rows, not 1,000):
 -- private.search_tier (index walks that stop at the needed count, or one range of
--- search_terms_range for a q with few matches).
+-- search_terms_range for a q with few matches; a range found broad is walked
+-- without counting it again).
 
 -------------------------------------------------------------------------------
 -- Query
@@ -121,8 +124,14 @@ $$;
 -- more are read by a walk that stops at p_limit (most popular first, or with a
 -- position a KNN walk of search_terms_near), bounded for a q longer than three
 -- letters; when the bound ends the walk first, from the range after all.
+-- p_broad (api.search found more than a thousand rows in q's range of this kind and
+-- tier): without a position, the popularity walk first, over at most c_all rows of
+-- q's bucket, with no count. It fills the page whenever q is at least p_limit / c_all
+-- of its bucket (a frequent word); else the count decides as above. Either way the
+-- page is the same: the first p_limit matches by popularity, then id.
+drop function if exists private.search_tier(smallint, smallint, text, public.earth, integer);
 create or replace function private.search_tier(
-  p_kind smallint, p_tier smallint, p_q text, p_center public.earth, p_limit integer
+  p_kind smallint, p_tier smallint, p_q text, p_center public.earth, p_limit integer, p_broad boolean default false
 ) returns setof private.search_hit
   language plpgsql stable
   set search_path = private, public, pg_temp
@@ -143,6 +152,13 @@ begin
   if v_n <= 3 and p_center is null then
     return query select * from private.search_tier_popular(p_kind, p_tier, p_q, p_limit, null);
     return;
+  end if;
+  if p_broad and p_center is null then
+    v_walk := array(select h from private.search_tier_popular(p_kind, p_tier, p_q, p_limit, c_all) h);
+    if cardinality(v_walk) = p_limit then
+      return query select * from unnest(v_walk);
+      return;
+    end if;
   end if;
   select count(*) into v_count from (
     select from private.search_terms t
@@ -397,6 +413,8 @@ declare
   v_center public.earth;
   v_kinds smallint[];
   v_kind smallint;
+  v_tier smallint;
+  v_broad integer[] := '{}';                -- kind * 4 + tier of the ranges found broad (above c_cap rows)
   v_end integer;                            -- the page's last position
   v_keys bigint[] := '{}';                  -- matched entities (id * 2 + kind - 1), for total_count
   v_more bigint[];
@@ -444,7 +462,24 @@ begin
     -- search_terms_range (index-only, B-tree leaves in order: cheap, unlike reading
     -- a thousand rows nearest first from the GiST index)
     v_keys := array(select h.id * 2 + h.kind - 1 from unnest(v_hits) h);
-    if cardinality(v_keys) <= c_cap then
+    -- a broad q first (a frequent word): one of its ranges alone holds more than c_cap
+    -- entities among its first c_cap + 1 rows, counted as they are read (no arrays); those
+    -- ranges are named to private.search_tier (p_broad), which then walks without a count
+    <<broad>>
+    foreach v_kind in array v_kinds loop
+      foreach v_tier in array '{2,3}'::smallint[] loop
+        exit broad when cardinality(v_keys) > c_cap;
+        select count(distinct x.id), count(*) into v_found, v_rows from (
+          select t.id from private.search_terms t
+          where t.kind = v_kind and t.tier = v_tier and t.suffix >= v_q and t.suffix < v_hi
+          limit c_cap + 1) x;
+        if v_rows > c_cap then
+          v_broad := v_broad || (v_kind * 4 + v_tier);
+        end if;
+        exit broad when v_found > c_cap;
+      end loop;
+    end loop;
+    if cardinality(v_keys) <= c_cap and v_found <= c_cap then
       foreach v_kind in array v_kinds loop
         v_keys := v_keys || array(
           select t.id * 2 + t.kind - 1 from private.search_terms t
@@ -510,7 +545,7 @@ begin
           from (select unnest(v_keys) as k union all select h.id * 2 + h.kind - 1 from unnest(v_fuzzy) h) x;
         end if;
       end if;
-    else
+    elsif cardinality(v_keys) > c_cap then
       v_found := cardinality(v_keys);
     end if;
 
@@ -521,14 +556,15 @@ begin
       v_rows := cardinality(v_hits);
       foreach v_kind in array v_kinds loop
         v_hits := v_hits || array(select h from private.search_tier(v_kind, 2::smallint, v_q, v_center,
-                                                                     case v_kind when 2 then 2 else 1 end * (v_end + v_rows)) h);
+                                                                     case v_kind when 2 then 2 else 1 end * (v_end + v_rows),
+                                                                     v_kind * 4 + 2 = any (v_broad)) h);
       end loop;
       select count(*) into v_rows from (select distinct h.kind, h.id from unnest(v_hits) h) d;
       if v_rows < v_end then
         v_rows := cardinality(v_hits);
         foreach v_kind in array v_kinds loop
           v_hits := v_hits || array(select h from private.search_tier(v_kind, 3::smallint, v_q, v_center,
-                                                                       v_end + v_rows + 64) h);
+                                                                       v_end + v_rows + 64, v_kind * 4 + 3 = any (v_broad)) h);
         end loop;
       end if;
     end if;

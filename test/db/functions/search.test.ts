@@ -62,6 +62,38 @@ describe('api.search', () => {
     });
   });
 
+  test('a broad word (over 1,000 rows): the walk without a count serves what the count would, whether the word is most of its bucket or a small part of it', async () => {
+    await sql.run(async (tx) => {
+      const cityId = await city(tx);
+      // the bucket "sto": 2,100 "Tap Stone i" (popularity 10,000 + i), then 1,100 "Tap Stout i" (i)
+      await bars(tx, cityId, 'Tap Stone', 2100, (i) => `10000 + ${i}`);
+      await bars(tx, cityId, 'Tap Stout', 1100);
+      const names = (from: number, n: number, word: string) =>
+        Array.from({ length: n }, (_, k) => `Tap ${word} ${from - k}`);
+      for (const [q, word, top] of [
+        ['stone', 'Stone', 2100], // most of its bucket: the walk fills the page
+        ['stout', 'Stout', 1100], // under a twentieth of it: the walk gives up, the count decides
+      ] as const) {
+        const first = await search(tx, `'${q}', p_type => 'bar'`);
+        expect(first.results.map((r) => r.name)).toEqual(names(top, 20, word));
+        expect([first.pagination.total_count, first.total_count_capped]).toEqual([1000, true]);
+        const deep = await search(tx, `'${q}', p_page => 10, p_per_page => 100, p_type => 'bar'`);
+        expect(deep.results.map((r) => r.name)).toEqual(names(top - 900, 100, word));
+        // the tier itself, with and without the hint: the same rows in the same order
+        const tier = async (broad: boolean) =>
+          (
+            await tx.query<{ id: string }>(
+              `select h.id::text from private.search_tier(1::smallint, 3::smallint, $1, null, 104, $2) h`,
+              [q, broad],
+            )
+          ).map((r) => r.id);
+        const hinted = await tier(true);
+        expect(hinted).toHaveLength(104);
+        expect(hinted).toEqual(await tier(false));
+      }
+    });
+  });
+
   test.each([
     ["'x', p_page => 0", 'page must be >= 1 and per_page 1-100'],
     ["'x', p_per_page => 0", 'page must be >= 1 and per_page 1-100'],
