@@ -15,9 +15,10 @@ const NOW = '2026-11-23T07:00:00Z'; // a Monday, 01:00 in Chicago
 /**
  * SQL functions that may run as functions, with why: earthdistance's earth() and sec_to_gc (contrib,
  * not ours: earth_distance, for the bars at a radius's edge and search's distances); and search_fold,
- * immutable because index expressions use it, over unaccent (stable): it is not inlined, and runs
- * once a request on its constant argument (about 30 µs). earthdistance's gc_to_sec and earth_box are
- * not allowed: the radius paths use private.earth_chord and private.radius_box, which are inlined.
+ * an immutable wrapper over unaccent (stable): it is not inlined, and runs once a request on its
+ * constant argument (about 30 µs; declared stable it measured no faster, docs/performance/2026-11-28-v1.3.md).
+ * earthdistance's gc_to_sec and earth_box are not allowed: the radius paths use private.earth_chord
+ * and private.radius_box, which are inlined.
  */
 const ALLOWED = new Set(['public.earth', 'public.sec_to_gc', 'private.search_fold']);
 
