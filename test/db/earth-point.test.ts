@@ -9,15 +9,15 @@
  */
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
+let db: TestDatabase;
+const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => db.drop());
+
 describe('private.earth_point', () => {
-  let db: TestDatabase;
-  const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => db.drop());
-
   test('equals ll_to_earth exactly, poles and antimeridian included', async () => {
     const rows = await q(`
       with p(lat, lon) as (
@@ -64,14 +64,6 @@ describe('private.earth_point', () => {
 });
 
 describe('private.earth_chord and private.radius_box', () => {
-  let db: TestDatabase;
-  const q = async (sql: string, values: unknown[] = []) => (await db.owner.query(sql, values)).rows;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => db.drop());
-
   test("equal gc_to_sec and earth_box exactly: negative, zero, a radius's range, past half the earth, null", async () => {
     const rows = await q(`
       with m(m) as (
