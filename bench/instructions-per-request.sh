@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CPU instructions the full server executes per `GET bars/:id` (valgrind's callgrind), for comparing
+# CPU instructions the full server executes per request (valgrind's callgrind; `GET bars/:id` unless
+# REQUEST_PATH names another partner path, e.g. 'bars?latitude=40.7&longitude=-74&radius=5&limit=50'), for comparing
 # two checkouts old against new where timing on a shared 2-core machine is too noisy to resolve a few
 # per cent. Counts are the same whatever else the machine is doing (docs/performance/2026-11-25-v1.3.md).
 #
@@ -52,7 +53,7 @@ env NODE_ENV=production LOG_LEVEL=info DATABASE_URL="$database_url" REDIS_URL="$
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 
-url="http://127.0.0.1:$port/api/v1/partner/bars/${BAR_ID:-12345}"
+url="http://127.0.0.1:$port/api/v1/partner/${REQUEST_PATH:-bars/${BAR_ID:-12345}}"
 for _ in $(seq 1 900); do
   code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $key" "$url" || true)
   [ "$code" = 200 ] && break
