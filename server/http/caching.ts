@@ -82,7 +82,7 @@ export async function sendCacheable(req: Request, res: Response, body: string): 
   res.setHeader('Cache-Control', PARTNER_CACHE_CONTROL);
   if (ifNoneMatchHits(req.headers['if-none-match'], etag)) {
     const rateLimit = res.locals.rateLimit as RateLimitContext | undefined;
-    if (rateLimit?.refund) await rateLimit.refund();
+    if (rateLimit?.refund) await rateLimit.refund(res);
     res.status(304).end();
     return;
   }

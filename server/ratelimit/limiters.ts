@@ -85,8 +85,11 @@ export interface RateLimitContext {
   weight?: number;
   /** A free endpoint (FREE_ENDPOINTS): counted nowhere, not in the usage history either. */
   free?: boolean;
-  /** Un-counts the current request in every bucket and in usage (e.g. a 304). Idempotent. */
-  refund?: () => Promise<void>;
+  /**
+   * Un-counts the request answered on `res` in every bucket and in usage (e.g. a 304). Idempotent.
+   * One function per limiter, not a closure per request: see PartnerRateLimits.refundAnswer.
+   */
+  refund?: (res: Response) => Promise<void>;
   /** The general triple last written as X-RateLimit-* (the bucket with the fewest remaining). */
   general?: Triple;
   /** Refused by the process's memory of a full bucket (Refusal), not by Redis: its 429 is counted by the guard. */
@@ -320,7 +323,7 @@ export class PartnerRateLimits {
         ctx.endpoint = options.endpointOf(req);
         const key = `${ctx.keyId}#${(this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER)}`;
         this.store.pending.set(key, ctx);
-        ctx.refund = () => this.refund(ctx, res);
+        ctx.refund = this.refundAnswer;
         return key;
       },
       limit: (_req, res) => {
@@ -409,7 +412,7 @@ export class PartnerRateLimits {
   /** Answers the 429 of a context refusalFor gave (the guard has put it on res.locals.rateLimit). */
   answerRefusal(res: Response): void {
     const ctx = rateLimitContext(res);
-    ctx.refund = () => this.refund(ctx, res); // a refused request has nothing to give back (no-op)
+    ctx.refund = this.refundAnswer; // a refused request has nothing to give back (a no-op)
     rateLimitLocalRefusals.inc({ bucket: ctx.outcome!.rejectedBy! });
     this.reject(res);
   }
@@ -435,6 +438,16 @@ export class PartnerRateLimits {
         : [{ bucket, used: ctx.outcome!.used[bucket], limit, resetTime: new Date(ctx.windows!.end[bucket]) }];
     });
   }
+
+  /**
+   * The context's refund, shared by every request. A closure per request holding `res` made V8
+   * keep whole answers alive: when the context object is allocated in the old generation (V8
+   * pretenures an allocation site whose objects tend to survive, as contexts waiting for Redis
+   * do), its reference to a young closure keeps that closure, `res` and everything `res` reaches
+   * alive through every minor collection until the next full one, so each 429 of a flood
+   * promoted ~15 KB (docs/performance/2026-11-28-v1.3.md, machine Y).
+   */
+  private readonly refundAnswer = (res: Response): Promise<void> => this.refund(rateLimitContext(res), res);
 
   private async refund(ctx: RateLimitContext, res: Response): Promise<void> {
     if (ctx.refunded || !ctx.outcome || ctx.outcome.rejectedBy) return;

@@ -82,16 +82,21 @@ describe('the limiter in Redis (own redis-server)', () => {
       '/api/v1/partner',
       ...partner.guard.handlers,
       express.Router().get('/test_endpoint', async (_req, res) => {
-        await res.locals.rateLimit.refund();
-        await res.locals.rateLimit.refund(); // idempotent
+        refunds.push(res.locals.rateLimit.refund);
+        await res.locals.rateLimit.refund(res);
+        await res.locals.rateLimit.refund(res); // idempotent
         res.status(304).end();
       }),
     );
+    const refunds: unknown[] = [];
     for (let i = 0; i < 3; i++) expect((await server.get(TEST, bearer(apiKey))).status).toBe(200);
     for (let i = 0; i < 5; i++) {
       const notModified = await request(app).get(TEST).set(bearer(apiKey)).expect(304);
       expect(notModified.headers['x-ratelimit-remaining-minute']).toBe('7'); // the 304 shows the counts without it
     }
+    // one function for every request, given the answer: no closure per request holds it (limiters.ts refundAnswer)
+    expect(refunds).toHaveLength(5);
+    expect(new Set(refunds).size).toBe(1);
     const res = await server.get(TEST, bearer(apiKey));
     expect(res.headers['x-ratelimit-remaining-minute']).toBe('6'); // 4 counted: the 304s were given back
     expect(res.headers['x-ratelimit-remaining-day']).toBe('96');
@@ -133,7 +138,7 @@ describe('the limiter in Redis (own redis-server)', () => {
       ...partner.guard.handlers,
       express.Router().get('/test_endpoint', async (_req, res) => {
         redisServer.freeze(); // counted already; Redis now answers nothing
-        await res.locals.rateLimit.refund();
+        await res.locals.rateLimit.refund(res);
         res.status(304).end();
       }),
     );
