@@ -77,6 +77,7 @@ describe('the limiter in Redis (own redis-server)', () => {
     await awaitRoomInMinute(5000);
     const plan = await createPlan(db.owner, 10, 100, null);
     const { apiKey, keyId } = await issueKey(db.owner, { plan });
+    const refunds: unknown[] = []; // each request's res.locals.rateLimit.refund
     const app = express();
     app.use(
       '/api/v1/partner',
@@ -88,7 +89,6 @@ describe('the limiter in Redis (own redis-server)', () => {
         res.status(304).end();
       }),
     );
-    const refunds: unknown[] = [];
     for (let i = 0; i < 3; i++) expect((await server.get(TEST, bearer(apiKey))).status).toBe(200);
     for (let i = 0; i < 5; i++) {
       const notModified = await request(app).get(TEST).set(bearer(apiKey)).expect(304);
