@@ -5,9 +5,11 @@
  * compressed again on every request.
  *
  * - The codings and settings are those `compression` uses (gzip and deflate at
- *   zlib's default level, br at quality 4), so a cached answer is the same
+ *   zlib's default level, br at quality 4), so a cached answer is the
  *   representation the middleware would have produced (same decoded bytes,
- *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`).
+ *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`). One
+ *   difference: br's window is fitted to the body (brotliWindowBits), which
+ *   changes the stream header, not the compressed size.
  * - Size: COMPRESSED_CACHE_MB (default 64; 0 disables the cache, the
  *   middleware then compresses as before). Least recently used forms go first.
  * - Concurrent misses of one form compress it once (the pending promise is shared).
@@ -24,11 +26,29 @@ const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 const brotli = promisify(zlib.brotliCompress);
 
+/**
+ * The smallest brotli window that holds a body of `bytes` bytes (brotli reaches back at most
+ * 2^bits − 16 bytes), between brotli's minimum and its default (22). With the default, a body over
+ * one input block (64 KB at quality 4) makes the encoder allocate its whole 8 MB ring buffer, and
+ * the page faults of that allocation on libuv's pool threads made a 120 KB answer cost 1,497–1,744
+ * µs of CPU against 1,082–1,200 with the window fitted, for the same compressed bytes (machine Z,
+ * docs/performance/2026-11-28-v1.3.md).
+ */
+export function brotliWindowBits(bytes: number): number {
+  const { BROTLI_MIN_WINDOW_BITS, BROTLI_DEFAULT_WINDOW } = zlib.constants;
+  return Math.min(BROTLI_DEFAULT_WINDOW, Math.max(BROTLI_MIN_WINDOW_BITS, Math.ceil(Math.log2(bytes + 16))));
+}
+
 /** As `compression` 1.8 compresses (its brotli default is quality 4; zlib codings at their default level). */
 export function compress(body: string, coding: Coding): Promise<Buffer> {
   switch (coding) {
     case 'br':
-      return brotli(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
+      return brotli(body, {
+        params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 4,
+          [zlib.constants.BROTLI_PARAM_LGWIN]: brotliWindowBits(Buffer.byteLength(body)),
+        },
+      });
     case 'gzip':
       return gzip(body);
     case 'deflate':

@@ -10,6 +10,8 @@ import zlib from 'node:zlib';
 import type { Express } from 'express';
 import request from 'supertest';
 import {
+  brotliWindowBits,
+  compress,
   CompressedCache,
   compressedCacheBytesFromEnv,
   DEFAULT_COMPRESSED_CACHE_MB,
@@ -32,6 +34,44 @@ function decode(coding: string | undefined, body: Buffer): string {
   if (coding === 'deflate') return zlib.inflateSync(body).toString('utf8');
   return body.toString('utf8');
 }
+
+/** The window a brotli stream declares in its header (RFC 7932 9.1, WBITS). */
+function declaredWindowBits(stream: Buffer): number {
+  const bits = stream.readUInt8(0) | (stream.readUInt8(1) << 8);
+  if ((bits & 1) === 0) return 16;
+  const n = (bits >> 1) & 7;
+  if (n !== 0) return 17 + n;
+  const m = (bits >> 4) & 7;
+  return m === 0 ? 17 : 8 + m;
+}
+
+describe('the br window fitted to the body', () => {
+  test('the smallest window that holds the body, within brotli 10..22', () => {
+    expect(brotliWindowBits(0)).toBe(10);
+    expect(brotliWindowBits(1008)).toBe(10);
+    expect(brotliWindowBits(1009)).toBe(11);
+    expect(brotliWindowBits(60_000)).toBe(16);
+    expect(brotliWindowBits(65_520)).toBe(16);
+    expect(brotliWindowBits(65_521)).toBe(17);
+    expect(brotliWindowBits(120_000)).toBe(17);
+    expect(brotliWindowBits(50_000_000)).toBe(22);
+  });
+
+  test.each([2_000, 60_000, 120_000, 700_000])(
+    'a %d-character body: the stream declares the fitted window and decodes to the body',
+    async (chars) => {
+      const body = JSON.stringify(Array.from({ length: chars }, (_, i) => `bar ${i % 977}`)).slice(0, chars);
+      const br = await compress(body, 'br');
+      expect(declaredWindowBits(br)).toBe(brotliWindowBits(Buffer.byteLength(body)));
+      expect(zlib.brotliDecompressSync(br).toString('utf8')).toBe(body);
+      // as small as with brotli's default window (22), up to the header's longer window code (3 bits):
+      // no match the body holds is out of reach
+      const wide = zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
+      expect(declaredWindowBits(wide)).toBe(22);
+      expect(br.length).toBeLessThanOrEqual(wide.length + 1);
+    },
+  );
+});
 
 describe('compressed answers cached', () => {
   let db: TestDatabase;
