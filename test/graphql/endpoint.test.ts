@@ -238,7 +238,9 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
     expect(fits.headers['x-ratelimit-remaining-minute']).toBe('1');
     await partner.guard.alerts.settle();
     const alerts = await db.owner.query<{ level: string; used: number }>(
-      'select level, used from admin.usage_alerts where api_key_id = $1 order by used',
+      // both levels were crossed at 9: order by severity, not by which insert landed first
+      `select level, used from admin.usage_alerts where api_key_id = $1
+       order by used, array_position(array['warning', 'high_warning', 'limit_reached'], level)`,
       [k.keyId],
     );
     expect(alerts.rows).toEqual([
