@@ -21,7 +21,8 @@ import { GraphQLError, printSchema, type ExecutionResult, type GraphQLSchema } f
 import { ruruHTML } from 'ruru/server';
 import type { Clock } from '../clock';
 import type { Pool } from '../db/pools';
-import { sendPublic, strongEtag } from '../http/caching';
+import { publicDocument, sendPublic } from '../http/caching';
+import { publicFileRoutes } from '../http/public-files';
 import { isDatabaseUnavailable } from '../contract/errors';
 import { keyHeaderHygiene } from '../web/input-hygiene';
 import { PARTNER_PREFIX } from '../contract/identity';
@@ -100,18 +101,15 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
   const now = options.deprecations?.now ?? Date.now;
   const schema = options.deprecations?.list ? makePartnerSchema(deprecations) : partnerSchema();
   const router = Router();
-  const sdl = printSchema(schema);
-  const sdlEtag = strongEtag(sdl);
+  const sdl = publicDocument(printSchema(schema));
   const beta: RequestHandler = (_req, res, next) => {
     res.setHeader('X-API-Beta', 'graphql');
     next();
   };
 
-  router.get(`${ROUTE}/schema.graphql`, beta, (req, res) =>
-    sendPublic(req, res, 'text/plain; charset=utf-8', sdl, sdlEtag),
-  );
+  router.get(`${ROUTE}/schema.graphql`, beta, (req, res) => sendPublic(req, res, 'text/plain; charset=utf-8', sdl));
 
-  const explorer = ruruHTML({
+  const explorerHtml = ruruHTML({
     staticPath: EXPLORER_STATIC,
     endpoint: GRAPHQL_PATH,
     clientConfig: {
@@ -131,16 +129,10 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
 `,
     },
   } as Parameters<typeof ruruHTML>[0]);
-  const explorerEtag = strongEtag(explorer);
-  router.get(`${ROUTE}/explorer`, beta, (req, res) =>
-    sendPublic(req, res, 'text/html; charset=utf-8', explorer, explorerEtag),
-  );
+  const explorer = publicDocument(explorerHtml);
+  router.get(`${ROUTE}/explorer`, beta, (req, res) => sendPublic(req, res, 'text/html; charset=utf-8', explorer));
   // ruru's bundle as files of the npm package (no CDN; its own loader imports them dynamically)
-  const assets = express.static(path.join(path.dirname(require.resolve('ruru')), '..', 'static'), {
-    index: false,
-    fallthrough: false,
-    maxAge: '1h',
-  });
+  const assets = publicFileRoutes(path.join(path.dirname(require.resolve('ruru')), '..', 'static'));
   router.use(`${ROUTE}/explorer/static`, beta, assets);
 
   const methods: RequestHandler = (req, res, next) => {

@@ -8,7 +8,7 @@
 import compression from 'compression';
 import express from 'express';
 import { accessLog } from './access-log';
-import { COMPRESSION_THRESHOLD, sendPublic, strongEtag } from './caching';
+import { COMPRESSION_THRESHOLD, publicDocument, sendPublic } from './caching';
 import { dashboardRoutes } from './dashboard';
 import { DOCS_PATH, docsRoutes } from './docs';
 import { changelogRoutes } from './changelog';
@@ -63,11 +63,10 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
       draining: deps.health?.draining,
     }),
   ); // no key, no limits, no usage
-  const openApi = deps.deprecations?.list ? JSON.stringify(openApiFor(deprecations)) : openApiJson;
-  const openApiEtag = strongEtag(openApi);
-  app.get(`${PARTNER_PREFIX}/openapi.json`, (req, res) => {
-    sendPublic(req, res, 'application/json', openApi, openApiEtag);
-  });
+  const openApi = publicDocument(deps.deprecations?.list ? JSON.stringify(openApiFor(deprecations)) : openApiJson);
+  app.get(`${PARTNER_PREFIX}/openapi.json`, (req, res) =>
+    sendPublic(req, res, 'application/json; charset=utf-8', openApi),
+  );
   // NUL / invalid UTF-8 in the path or query: 400 (with the rate-limit headers) before a route reads them
   // Deprecation headers, 410 after a sunset (deprecations.ts): after the guard (the key is known for the count)
   app.use(

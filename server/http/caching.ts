@@ -68,18 +68,55 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * The 200 is written with Node's own calls, not `res.send`: its content-type parsing, its copy of
  * a body over 1,000 characters into a Buffer and its second freshness check are work this answer
  * has already done (the bytes are the same; HEAD gets the headers and no body).
- * A compressed 200 comes from the compressed-answer cache (compressed-cache.ts) with its
- * Content-Encoding and Content-Length set, so `compression` passes it through ("already encoded")
- * after adding Vary: Accept-Encoding, as it does for every answer it considers.
  */
 export async function sendCacheable(req: Request, res: Response, body: string): Promise<void> {
   answerCheckOf(res)?.(body); // a deprecation decided by the answer (a parameter's new default)
-  const length = Buffer.byteLength(body);
-  const identityEtag = strongEtag(body);
+  await sendRepresentation(req, res, body, strongEtag(body), JSON_TYPE, PARTNER_CACHE_CONTROL);
+}
+
+/** A public document's bytes and strong ETag, computed once (publicDocument). */
+export interface PublicDocument {
+  readonly body: Buffer;
+  readonly etag: string;
+}
+
+/** The document of a fixed text or file: its UTF-8 bytes (converted once, not per answer) and ETag. */
+export function publicDocument(text: string | Buffer): PublicDocument {
+  const body = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
+  return { body, etag: strongEtag(body) };
+}
+
+/**
+ * A public document (openapi.json, the docs page and its script, the changelog, the GraphQL SDL and
+ * explorer and its bundle): an hour of caching, 304 when unchanged. Its compressed forms come from
+ * the same cache as partner answers: the docs page's 3.5 MB script cost 70-80 ms of CPU per request
+ * to compress with `br` or `gzip`, for anyone, without a key.
+ */
+export function sendPublic(req: Request, res: Response, type: string, doc: PublicDocument): Promise<void> {
+  return sendRepresentation(req, res, doc.body, doc.etag, type, PUBLIC_CACHE_CONTROL);
+}
+
+/**
+ * The 200 or 304 of a body whose identity ETag is `identityEtag`, in the coding `compression`
+ * would choose (its ETag then carries the coding). A 304 is refunded when the request counted
+ * against rate limits. A compressed 200 comes from the compressed-answer cache
+ * (compressed-cache.ts) with its Content-Encoding and Content-Length set, so `compression` passes
+ * it through ("already encoded") after adding Vary: Accept-Encoding, as it does for every answer it
+ * considers. With the cache off (COMPRESSED_CACHE_MB=0) the middleware compresses the identity body.
+ */
+async function sendRepresentation(
+  req: Request,
+  res: Response,
+  body: string | Buffer,
+  identityEtag: string,
+  type: string,
+  cacheControl: string,
+): Promise<void> {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   const encoding = responseEncoding(req, length);
   const etag = encodedEtag(identityEtag, encoding);
   res.setHeader('ETag', etag);
-  res.setHeader('Cache-Control', PARTNER_CACHE_CONTROL);
+  res.setHeader('Cache-Control', cacheControl);
   if (ifNoneMatchHits(req.headers['if-none-match'], etag)) {
     const rateLimit = res.locals.rateLimit as RateLimitContext | undefined;
     if (rateLimit?.refund) await rateLimit.refund(res);
@@ -87,7 +124,7 @@ export async function sendCacheable(req: Request, res: Response, body: string): 
     return;
   }
   res.statusCode = 200;
-  res.setHeader('Content-Type', JSON_TYPE);
+  res.setHeader('Content-Type', type);
   const cache = compressedCache();
   if (encoding !== 'identity' && cache.maxBytes > 0) {
     const encoded = await cache.get(identityEtag, encoding as Coding, body);
@@ -100,16 +137,6 @@ export async function sendCacheable(req: Request, res: Response, body: string): 
   }
   res.setHeader('Content-Length', length);
   if (req.method === 'HEAD') res.end();
-  else res.end(body, 'utf8');
-}
-
-/** A public document (openapi.json, the docs page): ETag, one hour of caching, 304 when unchanged. */
-export function sendPublic(req: Request, res: Response, type: string, body: string, etag: string): void {
-  res.setHeader('ETag', etag);
-  res.setHeader('Cache-Control', PUBLIC_CACHE_CONTROL);
-  if (ifNoneMatchHits(req.get('if-none-match'), etag)) {
-    res.status(304).end();
-    return;
-  }
-  res.status(200).type(type).send(body);
+  else if (typeof body === 'string') res.end(body, 'utf8');
+  else res.end(body);
 }

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { Router, type Request, type RequestHandler } from 'express';
 import { parse } from 'yaml';
 import { projectRoot } from '../config';
-import { sendPublic, strongEtag } from './caching';
+import { publicDocument, sendPublic, type PublicDocument } from './caching';
 import { sendError } from '../contract/errors';
 import { acceptsType } from './negotiation';
 import { PARTNER_PREFIX } from '../contract/identity';
@@ -197,9 +197,8 @@ const ATOM = 'application/atom+xml';
 /** The two public routes, mounted before the JSON-only Accept check (the feed is not JSON). */
 export function changelogRoutes(entries: ChangelogEntry[] = changelogEntries()): Router {
   const router = Router();
-  const json = changelogJson(entries);
-  const jsonEtag = strongEtag(json);
-  const atoms = new Map<string, { body: string; etag: string }>(); // per origin (a handful)
+  const json = publicDocument(changelogJson(entries));
+  const atoms = new Map<string, PublicDocument>(); // per origin (a handful)
   const checks =
     (type: string): RequestHandler =>
     (req, res, next) => {
@@ -215,17 +214,16 @@ export function changelogRoutes(entries: ChangelogEntry[] = changelogEntries()):
       next();
     };
   router.get(CHANGELOG_PATH, checks('application/json'), (req, res) =>
-    sendPublic(req, res, 'application/json; charset=utf-8', json, jsonEtag),
+    sendPublic(req, res, 'application/json; charset=utf-8', json),
   );
   router.get(`${CHANGELOG_PATH}.atom`, checks(ATOM), (req, res) => {
     const base = origin(req);
     let atom = atoms.get(base);
     if (!atom) {
-      const body = changelogAtom(entries, base);
-      atom = { body, etag: strongEtag(body) };
+      atom = publicDocument(changelogAtom(entries, base));
       if (atoms.size < 16) atoms.set(base, atom);
     }
-    sendPublic(req, res, `${ATOM}; charset=utf-8`, atom.body, atom.etag);
+    return sendPublic(req, res, `${ATOM}; charset=utf-8`, atom);
   });
   return router;
 }

@@ -1,5 +1,5 @@
 /**
- * Compressed forms of the stored texts sendCacheable sends (caching.ts), kept
+ * Compressed forms of the stored texts sendCacheable and sendPublic send (caching.ts), kept
  * in a bounded in-process LRU keyed by the body's ETag and the content coding,
  * so a large answer asked for again with `Accept-Encoding: gzip, br` is not
  * compressed again on every request.
@@ -40,13 +40,15 @@ export function brotliWindowBits(bytes: number): number {
 }
 
 /** As `compression` 1.8 compresses (its brotli default is quality 4; zlib codings at their default level). */
-export function compress(body: string, coding: Coding): Promise<Buffer> {
+export function compress(body: string | Buffer, coding: Coding): Promise<Buffer> {
   switch (coding) {
     case 'br':
       return brotli(body, {
         params: {
           [zlib.constants.BROTLI_PARAM_QUALITY]: 4,
-          [zlib.constants.BROTLI_PARAM_LGWIN]: brotliWindowBits(Buffer.byteLength(body)),
+          [zlib.constants.BROTLI_PARAM_LGWIN]: brotliWindowBits(
+            typeof body === 'string' ? Buffer.byteLength(body) : body.length,
+          ),
         },
       });
     case 'gzip':
@@ -83,7 +85,7 @@ export class CompressedCache {
   }
 
   /** The `coding` form of `body`, whose identity ETag is `etag`: from the cache, else compressed (and kept). */
-  async get(etag: string, coding: Coding, body: string): Promise<Buffer> {
+  async get(etag: string, coding: Coding, body: string | Buffer): Promise<Buffer> {
     if (this.maxBytes <= 0) return compress(body, coding);
     const id = `${coding} ${etag}`;
     const hit = this.entries.get(id);

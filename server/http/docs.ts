@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
-import { sendPublic, strongEtag } from './caching';
+import { publicDocument, sendPublic, type PublicDocument } from './caching';
 import { PARTNER_PREFIX } from '../contract/identity';
 
 export const DOCS_PATH = `${PARTNER_PREFIX}/docs`;
@@ -38,15 +38,14 @@ const page = `<!doctype html>
 /** The docs page and its script. The bundle is read once, on the first request. */
 export function docsRoutes(): Router {
   const router = Router();
-  const pageEtag = strongEtag(page);
-  let script: { body: string; etag: string } | undefined;
-  router.get(DOCS_PATH, (req, res) => sendPublic(req, res, 'text/html; charset=utf-8', page, pageEtag));
+  const pageDoc = publicDocument(page);
+  let script: PublicDocument | undefined;
+  router.get(DOCS_PATH, (req, res) => sendPublic(req, res, 'text/html; charset=utf-8', pageDoc));
   router.get(SCRIPT_PATH, (req, res) => {
     if (!script) {
-      const body = readFileSync(require.resolve('@scalar/api-reference/browser/standalone.js'), 'utf8');
-      script = { body, etag: strongEtag(body) };
+      script = publicDocument(readFileSync(require.resolve('@scalar/api-reference/browser/standalone.js')));
     }
-    sendPublic(req, res, 'text/javascript; charset=utf-8', script.body, script.etag);
+    return sendPublic(req, res, 'text/javascript; charset=utf-8', script);
   });
   return router;
 }

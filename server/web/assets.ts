@@ -7,11 +7,11 @@
  * Both pages show data partners control (names, paths, URLs), so they are sent with a strict
  * Content-Security-Policy: scripts and styles only from this origin, nothing inline, no framing.
  */
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { projectRoot } from '../config';
+import { strongEtag } from '../http/caching';
 
 export interface WebAsset {
   body: Buffer;
@@ -36,11 +36,23 @@ export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': 'no-cache',
 };
 
-const TYPES: Record<string, string> = {
+/** Content types by file extension (as express.static gives them); anything else is bytes. */
+const TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.ttf': 'font/ttf',
+  '.woff2': 'font/woff2',
 };
+
+export function contentTypeOf(file: string): string {
+  return TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+}
 
 const web = (...parts: string[]) => path.join(projectRoot, 'web', ...parts);
 /**
@@ -88,8 +100,8 @@ export function webAsset(app: WebApp, subpath: string): WebAsset | undefined {
     const body = readFileSync(file);
     asset = {
       body,
-      contentType: TYPES[path.extname(file)] ?? 'application/octet-stream',
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+      contentType: contentTypeOf(file),
+      etag: strongEtag(body),
     };
     cache.set(file, asset);
   }
