@@ -93,7 +93,18 @@ export function publicDocument(text: string | Buffer): PublicDocument {
  * to compress with `br` or `gzip`, for anyone, without a key.
  */
 export function sendPublic(req: Request, res: Response, type: string, doc: PublicDocument): Promise<void> {
-  return sendRepresentation(req, res, doc.body, doc.etag, type, PUBLIC_CACHE_CONTROL);
+  return sendDocument(req, res, type, doc, PUBLIC_CACHE_CONTROL);
+}
+
+/** A fixed document with the given Cache-Control (sendPublic; the partner dashboard's files, `no-cache`). */
+export function sendDocument(
+  req: Request,
+  res: Response,
+  type: string,
+  doc: PublicDocument,
+  cacheControl: string,
+): Promise<void> {
+  return sendRepresentation(req, res, doc.body, doc.etag, type, cacheControl);
 }
 
 /**

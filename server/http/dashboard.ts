@@ -3,7 +3,8 @@
  * the docs page: the page carries no data; it calls the usage endpoints with the key typed into it.
  */
 import { Router } from 'express';
-import { sendWebAsset, webAsset } from '../web/assets';
+import { PAGE_SECURITY_HEADERS, setPageSecurityHeaders, webAsset } from '../web/assets';
+import { sendDocument } from './caching';
 import { PARTNER_PREFIX } from '../contract/identity';
 
 export const DASHBOARD_PATH = `${PARTNER_PREFIX}/dashboard`;
@@ -13,7 +14,9 @@ export function dashboardRoutes(): Router {
   router.get(/^\/api\/v1\/partner\/dashboard(\/.*)?$/, (req, res, next) => {
     const asset = webAsset('dashboard', req.path.slice(DASHBOARD_PATH.length));
     if (!asset) return next();
-    sendWebAsset(req, res, asset);
+    setPageSecurityHeaders(res);
+    // compressed once, from the compressed-answer cache (uPlot is 145 KB)
+    return sendDocument(req, res, asset.contentType, asset, PAGE_SECURITY_HEADERS['Cache-Control']!);
   });
   return router;
 }

@@ -108,9 +108,17 @@ export function webAsset(app: WebApp, subpath: string): WebAsset | undefined {
   return asset;
 }
 
-/** Writes an asset with the pages' security headers (node:http, so both listeners can use it); 304 on a matching ETag. */
-export function sendWebAsset(req: IncomingMessage, res: ServerResponse, asset: WebAsset): void {
+export function setPageSecurityHeaders(res: ServerResponse): void {
   for (const [name, value] of Object.entries(PAGE_SECURITY_HEADERS)) res.setHeader(name, value);
+}
+
+/**
+ * Writes an asset with the pages' security headers (node:http: the operator listener, which
+ * compresses nothing); 304 on a matching ETag. The partner listener's dashboard goes through
+ * caching.ts sendDocument instead, for its compressed forms.
+ */
+export function sendWebAsset(req: IncomingMessage, res: ServerResponse, asset: WebAsset): void {
+  setPageSecurityHeaders(res);
   res.setHeader('ETag', asset.etag);
   const tags = String(req.headers['if-none-match'] ?? '')
     .split(',')

@@ -1,8 +1,8 @@
 /**
- * Public documents (caching.ts sendPublic: openapi.json, the docs page's script, the
- * changelog, the GraphQL SDL and explorer) and the explorer's bundle (public-files.ts): their
- * compressed forms come from the compressed-answer cache, compressed once, with a strong ETag per
- * coding; 304s; identity and HEAD unchanged; with the cache off the middleware compresses.
+ * Public documents (caching.ts sendPublic: openapi.json, the docs page's script, the changelog, the
+ * GraphQL SDL and explorer), the explorer's bundle (public-files.ts) and the partner dashboard's
+ * files: their compressed forms come from the compressed-answer cache, compressed once, with a strong
+ * ETag per coding; 304s; identity and HEAD unchanged; with the cache off the middleware compresses.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -153,6 +153,29 @@ describe('public documents through the compressed-answer cache', () => {
     const plain = await rawGet(server, url);
     expect(plain.body.equals(file)).toBe(true);
     expect(second.headers.etag).toBe(plain.headers.etag!.replace(/"$/, '-br"'));
+  });
+
+  test("the partner dashboard's files: compressed once, with the pages' security headers and no-cache", async () => {
+    const url = `${P}/dashboard/vendor/uplot.js`;
+    const plain = await rawGet(server, url);
+    expect(plain.status).toBe(200);
+    const misses = await lookups('br', 'miss');
+    for (let i = 0; i < 2; i++) {
+      const res = await rawGet(server, url, { 'Accept-Encoding': 'gzip, br' });
+      expect(res.headers['content-encoding']).toBe('br');
+      expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect(res.headers['content-security-policy']).toMatch(/default-src 'none'/);
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['cache-control']).toBe('no-cache');
+      expect(res.headers.etag).toBe(plain.headers.etag!.replace(/"$/, '-br"'));
+      expect(decode('br', res.body).equals(plain.body)).toBe(true);
+    }
+    expect(await lookups('br', 'miss')).toBe(misses + 1);
+    const again = await rawGet(server, url, {
+      'Accept-Encoding': 'gzip, br',
+      'If-None-Match': `"x", ${plain.headers.etag!.replace(/"$/, '-br"')}`,
+    });
+    expect(again.status).toBe(304);
   });
 
   test.each([
