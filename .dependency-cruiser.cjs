@@ -33,7 +33,7 @@ module.exports = {
       severity: 'error',
       comment:
         'A transport imports none of the others: shared code lives in server/contract (or a room below). ' +
-        'One known exception: server/http/caching.ts (strongEtag, sendPublic) is being reworked in parallel ' +
+        'One known exception: server/http/caching.ts (sendPublic) is being reworked in parallel ' +
         '(the serving path); it moves to server/web/ once that work has landed.',
       from: { path: '^server/graphql/' },
       to: { path: '^server/(http|operator)/', pathNot: '^server/http/caching[.]ts$' },

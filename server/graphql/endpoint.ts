@@ -21,8 +21,9 @@ import { GraphQLError, printSchema, type ExecutionResult, type GraphQLSchema } f
 import { ruruHTML } from 'ruru/server';
 import type { Clock } from '../clock';
 import type { Pool } from '../db/pools';
-import { publicDocument, sendPublic } from '../http/caching';
-import { publicFileRoutes } from '../http/public-files';
+import { sendPublic } from '../http/caching';
+import { publicDocument } from '../web/documents';
+import { publicFileRoutes } from '../web/public-files';
 import { isDatabaseUnavailable } from '../contract/errors';
 import { keyHeaderHygiene } from '../web/input-hygiene';
 import { PARTNER_PREFIX } from '../contract/identity';
@@ -132,7 +133,7 @@ export function graphqlRoutes(options: GraphqlEndpointOptions): Router {
   const explorer = publicDocument(explorerHtml);
   router.get(`${ROUTE}/explorer`, beta, (req, res) => sendPublic(req, res, 'text/html; charset=utf-8', explorer));
   // ruru's bundle as files of the npm package (no CDN; its own loader imports them dynamically)
-  const assets = publicFileRoutes(path.join(path.dirname(require.resolve('ruru')), '..', 'static'));
+  const assets = publicFileRoutes(path.join(path.dirname(require.resolve('ruru')), '..', 'static'), sendPublic);
   router.use(`${ROUTE}/explorer/static`, beta, assets);
 
   const methods: RequestHandler = (req, res, next) => {

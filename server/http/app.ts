@@ -8,7 +8,8 @@
 import compression from 'compression';
 import express from 'express';
 import { accessLog } from './access-log';
-import { COMPRESSION_THRESHOLD, publicDocument, sendPublic } from './caching';
+import { COMPRESSION_THRESHOLD, sendPublic } from './caching';
+import { publicDocument } from '../web/documents';
 import { dashboardRoutes } from './dashboard';
 import { DOCS_PATH, docsRoutes } from './docs';
 import { changelogRoutes } from './changelog';

@@ -10,12 +10,12 @@
  * with `-gzip` / `-br` appended, decided here by the same rule the middleware
  * applies (its negotiator, its preference for br then gzip, its 1 KB threshold).
  */
-import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
 import type { RateLimitContext } from '../ratelimit/limiters';
 import { answerCheckOf } from '../contract/deprecations';
 import { compressedCache, type Coding } from './compressed-cache';
+import { strongEtag, type PublicDocument } from '../web/documents';
 
 compressedCache(); // COMPRESSED_CACHE_MB is checked at start-up, not on a first request
 
@@ -47,11 +47,6 @@ export function encodedEtag(etag: string, encoding: string): string {
 export const PARTNER_CACHE_CONTROL = 'private, no-cache';
 export const PUBLIC_CACHE_CONTROL = 'public, max-age=3600';
 
-/** A strong validator: the base64url SHA-256 of the body, first 27 characters (160 bits). */
-export function strongEtag(body: string | Buffer): string {
-  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-}
-
 /** If-None-Match (weak comparison, RFC 9110 13.1.2): `*` or any listed tag equal to ours, W/ ignored. */
 export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
@@ -72,18 +67,6 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export async function sendCacheable(req: Request, res: Response, body: string): Promise<void> {
   answerCheckOf(res)?.(body); // a deprecation decided by the answer (a parameter's new default)
   await sendRepresentation(req, res, body, strongEtag(body), JSON_TYPE, PARTNER_CACHE_CONTROL);
-}
-
-/** A public document's bytes and strong ETag, computed once (publicDocument). */
-export interface PublicDocument {
-  readonly body: Buffer;
-  readonly etag: string;
-}
-
-/** The document of a fixed text or file: its UTF-8 bytes (converted once, not per answer) and ETag. */
-export function publicDocument(text: string | Buffer): PublicDocument {
-  const body = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
-  return { body, etag: strongEtag(body) };
 }
 
 /**

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
-import { publicDocument, sendPublic, type PublicDocument } from './caching';
+import { sendPublic } from './caching';
+import { publicDocument, type PublicDocument } from '../web/documents';
 import { PARTNER_PREFIX } from '../contract/identity';
 
 export const DOCS_PATH = `${PARTNER_PREFIX}/docs`;

@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { projectRoot } from '../config';
-import { strongEtag } from '../http/caching';
+import { strongEtag } from './documents';
 
 export interface WebAsset {
   body: Buffer;

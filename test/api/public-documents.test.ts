@@ -17,7 +17,8 @@ import { compressedCacheLookups } from '../../server/metrics';
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createPartnerApp } from '../../server/http/app';
 import { graphqlRoutes } from '../../server/graphql/endpoint';
-import { publicFileRoutes } from '../../server/http/public-files';
+import { publicFileRoutes } from '../../server/web/public-files';
+import { sendPublic } from '../../server/http/caching';
 import type { Pool } from '../../server/db/pools';
 import { testClock } from '../support/clock';
 import { testGuard } from '../support/partner-app';
@@ -208,7 +209,7 @@ describe('publicFileRoutes', () => {
     writeFileSync(path.join(dir, 'a.css'), 'body { color: red }\n');
     writeFileSync(path.join(dir, 'b.bin'), Buffer.from([0, 1, 2, 255]));
     const app = express();
-    app.use('/s', publicFileRoutes(dir));
+    app.use('/s', publicFileRoutes(dir, sendPublic));
     server = await listen(app);
   });
   afterAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * The files of one directory served as public documents (caching.ts sendPublic): the GraphQL
+ * The files of one directory served as public documents (`send`: http/caching.ts sendPublic): the GraphQL
  * explorer's bundle (ruru's static/). Unlike express.static their compressed forms come from the
  * compressed-answer cache: ruru's largest chunk (2.7 MB) cost 55-65 ms of CPU per request to
  * compress with `br` or `gzip`, for anyone, without a key.
@@ -8,17 +8,19 @@
  *   request); anything else is 404.
  * - A file is read on its first request and kept, with its strong ETag: at most the directory
  *   (48 MB for ruru 2, source maps included; 11 MB without them).
- * - Cache-Control: public, max-age=3600, as the other public documents.
+ * - The answer (Cache-Control, 304, the compressed forms) is `send`'s: the explorer passes sendPublic.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { Router } from 'express';
-import { publicDocument, sendPublic, type PublicDocument } from './caching';
+import { Router, type Request, type Response } from 'express';
 import { sendError } from '../contract/errors';
-import { contentTypeOf } from '../web/assets';
+import { contentTypeOf } from './assets';
+import { publicDocument, type PublicDocument } from './documents';
+
+export type SendDocument = (req: Request, res: Response, type: string, doc: PublicDocument) => Promise<void>;
 
 /** GET/HEAD `/<name>` for each regular file directly in `dir`. */
-export function publicFileRoutes(dir: string): Router {
+export function publicFileRoutes(dir: string, send: SendDocument): Router {
   const names = new Set(readdirSync(dir).filter((name) => statSync(path.join(dir, name)).isFile()));
   const loaded = new Map<string, PublicDocument>();
   const router = Router();
@@ -30,7 +32,7 @@ export function publicFileRoutes(dir: string): Router {
       file = publicDocument(readFileSync(path.join(dir, name)));
       loaded.set(name, file);
     }
-    return sendPublic(req, res, contentTypeOf(name), file);
+    return send(req, res, contentTypeOf(name), file);
   });
   return router;
 }
