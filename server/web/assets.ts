@@ -11,12 +11,10 @@ import { readdirSync, readFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { projectRoot } from '../config';
-import { strongEtag } from './documents';
+import { publicDocument, type PublicDocument } from './documents';
 
-export interface WebAsset {
-  body: Buffer;
+export interface WebAsset extends PublicDocument {
   contentType: string;
-  etag: string;
 }
 
 export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -97,12 +95,7 @@ export function webAsset(app: WebApp, subpath: string): WebAsset | undefined {
   if (!file) return undefined;
   let asset = cache.get(file);
   if (!asset) {
-    const body = readFileSync(file);
-    asset = {
-      body,
-      contentType: contentTypeOf(file),
-      etag: strongEtag(body),
-    };
+    asset = { ...publicDocument(readFileSync(file)), contentType: contentTypeOf(file) };
     cache.set(file, asset);
   }
   return asset;
