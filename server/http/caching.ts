@@ -71,21 +71,17 @@ export async function sendCacheable(req: Request, res: Response, body: string): 
 
 /**
  * A public document (openapi.json, the docs page and its script, the changelog, the GraphQL SDL and
- * explorer and its bundle): an hour of caching, 304 when unchanged. Its compressed forms come from
- * the same cache as partner answers: the docs page's 3.5 MB script cost 70-80 ms of CPU per request
- * to compress with `br` or `gzip`, for anyone, without a key.
+ * explorer and its bundle; the partner dashboard's files with `no-cache`): by default an hour of
+ * caching, 304 when unchanged. Its compressed forms come from the same cache as partner answers: the
+ * docs page's 3.5 MB script cost 70-80 ms of CPU per request to compress with `br` or `gzip`, for
+ * anyone, without a key.
  */
-export function sendPublic(req: Request, res: Response, type: string, doc: PublicDocument): Promise<void> {
-  return sendDocument(req, res, type, doc, PUBLIC_CACHE_CONTROL);
-}
-
-/** A fixed document with the given Cache-Control (sendPublic; the partner dashboard's files, `no-cache`). */
-export function sendDocument(
+export function sendPublic(
   req: Request,
   res: Response,
   type: string,
   doc: PublicDocument,
-  cacheControl: string,
+  cacheControl = PUBLIC_CACHE_CONTROL,
 ): Promise<void> {
   return sendRepresentation(req, res, doc.body, doc.etag, type, cacheControl);
 }

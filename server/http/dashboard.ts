@@ -4,7 +4,7 @@
  */
 import { Router } from 'express';
 import { PAGE_SECURITY_HEADERS, setPageSecurityHeaders, webAsset } from '../web/assets';
-import { sendDocument } from './caching';
+import { sendPublic } from './caching';
 import { PARTNER_PREFIX } from '../contract/identity';
 
 export const DASHBOARD_PATH = `${PARTNER_PREFIX}/dashboard`;
@@ -16,7 +16,7 @@ export function dashboardRoutes(): Router {
     if (!asset) return next();
     setPageSecurityHeaders(res);
     // compressed once, from the compressed-answer cache (uPlot is 145 KB)
-    return sendDocument(req, res, asset.contentType, asset, PAGE_SECURITY_HEADERS['Cache-Control']!);
+    return sendPublic(req, res, asset.contentType, asset, PAGE_SECURITY_HEADERS['Cache-Control']!);
   });
   return router;
 }

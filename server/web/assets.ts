@@ -108,7 +108,7 @@ export function setPageSecurityHeaders(res: ServerResponse): void {
 /**
  * Writes an asset with the pages' security headers (node:http: the operator listener, which
  * compresses nothing); 304 on a matching ETag. The partner listener's dashboard goes through
- * caching.ts sendDocument instead, for its compressed forms.
+ * caching.ts sendPublic instead, for its compressed forms.
  */
 export function sendWebAsset(req: IncomingMessage, res: ServerResponse, asset: WebAsset): void {
   setPageSecurityHeaders(res);
