@@ -47,10 +47,12 @@ describe('shared usage: periodic flushes never block the final one', () => {
     await new Promise((r) => setTimeout(r, 400)); // several flush and sweep ticks
     await redis.hset(key, 'test_endpoint', '7', '#v', '2');
     usage.touch(keyId, day);
+    let timer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
       usage.close().then(() => 'closed'),
-      new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000)),
+      new Promise((r) => (timer = setTimeout(() => r('still waiting after 5 s'), 5000))),
     ]);
+    clearTimeout(timer); // else it holds jest's worker open for up to 5 s after the file
     breaker.close();
     expect(closed).toBe('closed');
     const { rows } = await db.owner.query<{ n: string }>(

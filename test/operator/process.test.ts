@@ -78,7 +78,10 @@ describe('operator GraphQL in a plain Node process', () => {
     expect(html).toContain('/graphql');
     const asset = /["'](\/ruru-static\/[^"']+\.js)["']/.exec(html)?.[1];
     expect(asset).toBeDefined();
-    expect((await fetch(`${dev!.url}${asset!}`)).status).toBe(200);
+    const script = await fetch(`${dev!.url}${asset!}`);
+    expect(script.status).toBe(200);
+    // read to the end: an unread body keeps its keep-alive socket paused, open after the server exits
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(0);
   });
 
   test('in production there is no GraphiQL', async () => {
