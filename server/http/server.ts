@@ -15,7 +15,6 @@
  *   A cluster worker runs the first step alone first (stopAccepting, when the
  *   primary asks) and the rest later (server/main.ts: two-phase shutdown).
  */
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -24,6 +23,7 @@ import type { Duplex } from 'node:stream';
 import type { RequestListener } from 'node:http';
 import type { Config } from '../config';
 import { bornWithExpressPrototypes, hasExpressPrototypes } from './express-prototypes';
+import { answerNodeLevelErrors, rawJsonError } from '../web/node-answers';
 
 export interface ServerLimits {
   /** Destroy a socket after this long without traffic in either direction (0 = never). */
@@ -42,39 +42,6 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = {
   keepAliveTimeoutMs: 5_000,
   maxBodyBytes: 1_048_576,
 };
-
-/** A raw HTTP/1.1 JSON error answer for a socket express never saw; the connection closes after it. */
-export function rawJsonError(status: number, reason: string, message: string, extraHeaders = ''): string {
-  const id = randomUUID();
-  const body = JSON.stringify({ error: message, request_id: id });
-  return (
-    `HTTP/1.1 ${status} ${reason}\r\n` +
-    'Content-Type: application/json; charset=utf-8\r\n' +
-    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    `X-Request-Id: ${id}\r\n` +
-    extraHeaders +
-    'Connection: close\r\n\r\n' +
-    body
-  );
-}
-
-/** What Node's parser error becomes: status, reason phrase, message. */
-export function clientErrorAnswer(code: string | undefined): [number, string, string] {
-  switch (code) {
-    case 'HPE_HEADER_OVERFLOW':
-      return [431, 'Request Header Fields Too Large', 'Request header fields too large'];
-    case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return [408, 'Request Timeout', 'Request timeout: the request was not received in time'];
-    case 'HPE_INVALID_METHOD':
-      return [405, 'Method Not Allowed', 'Unknown method; this API accepts GET and HEAD'];
-    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
-    case 'HPE_INVALID_CONTENT_LENGTH':
-    case 'HPE_INVALID_TRANSFER_ENCODING':
-      return [400, 'Bad Request', 'Malformed request: invalid Content-Length or Transfer-Encoding'];
-    default:
-      return [400, 'Bad Request', 'Malformed request'];
-  }
-}
 
 /** Answers with the raw JSON error on an express-less response; the connection closes after it. */
 function rawAnswer(res: http.ServerResponse, status: number, reason: string, message: string): void {
@@ -180,33 +147,13 @@ export function createPartnerServer(
     });
   }
 
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const [status, reason, message] = clientErrorAnswer(err.code);
-    socket.end(rawJsonError(status, reason, message, status === 405 ? 'Allow: GET, HEAD\r\n' : ''));
-  });
+  answerNodeLevelErrors(server, 'GET, HEAD'); // parser errors and CONNECT: JSON (web/node-answers.ts)
 
   // An Expect other than 100-continue: Node's default is a bare 417.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     active.add(res);
     res.once('close', () => active.delete(res));
     rawAnswer(res, 417, 'Expectation Failed', `Unsupported Expect header: ${String(req.headers.expect).slice(0, 100)}`);
-  });
-
-  // CONNECT is not routed to the request listener; without a listener Node just drops the socket.
-  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
-    socket.on('error', () => undefined);
-    socket.end(
-      rawJsonError(
-        405,
-        'Method Not Allowed',
-        'Method CONNECT is not allowed; this API accepts GET and HEAD',
-        'Allow: GET, HEAD\r\n',
-      ),
-    );
   });
 
   Object.defineProperty(server, 'draining', { get: () => draining });

@@ -1,7 +1,9 @@
 /**
  * The operator GraphQL listener: its own node:http server (loopback by
  * default) with PostGraphile's grafserv at /graphql behind operator bearer
- * tokens, and the ruru IDE at /graphiql outside production.
+ * tokens, and the ruru IDE at /graphiql outside production. Every error is
+ * JSON {"error","request_id"}, Node's own answers included (a request it cannot
+ * parse, headers over 10 s, a request over 30 s: web/node-answers.ts).
  */
 import '../graphile/env'; // before PostGraphile is loaded
 import '../graphile/node20-compat';
@@ -16,6 +18,7 @@ import { isDatabaseUnavailable } from '../contract/errors';
 import type { Logger } from '../log';
 import { metricsText } from '../metrics';
 import { sendWebAsset, webAsset } from '../web/assets';
+import { answerNodeLevelErrors } from '../web/node-answers';
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponseSize } from './response-limit';
 import { authenticateOperator, type OperatorIdentity } from './auth';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, makeOperatorPreset, OPERATOR_ROLE } from './preset';
@@ -32,6 +35,9 @@ export interface OperatorServerOptions {
   maxResponseBytes?: number;
   /** Shared rate-limit counters (Redis) for ApiKey.bucketsNow; unset: that field is null. */
   buckets?: BucketsSource;
+  /** Node-level timeouts for receiving a request (defaults: OPERATOR_HEADERS_TIMEOUT_MS, OPERATOR_REQUEST_TIMEOUT_MS). */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
   /** GET /metrics text (default: this process's registry; the primary aggregates its workers). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
 }
@@ -44,6 +50,9 @@ export interface OperatorServer {
 }
 
 const RURU_STATIC_PREFIX = '/ruru-static/';
+/** The request's headers must arrive within 10 s and the whole request within 30 s (as the partner listener). */
+export const OPERATOR_HEADERS_TIMEOUT_MS = 10_000;
+export const OPERATOR_REQUEST_TIMEOUT_MS = 30_000;
 export const METRICS_PATH = '/metrics';
 export const CONSOLE_PATH = '/console';
 
@@ -101,7 +110,9 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
     throw e;
   }
 
-  const server = http.createServer((req, res) => {
+  // How often Node checks the two timeouts (default 30 s: too coarse for 10 s); the missing Host is answered below.
+  const checks = { connectionsCheckingInterval: 1_000, requireHostHeader: false };
+  const server = http.createServer(checks, (req, res) => {
     const requestId = randomUUID();
     const started = process.hrtime.bigint();
     res.setHeader('X-Request-Id', requestId);
@@ -133,6 +144,10 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
       if (!res.headersSent) fail(500, 'Internal server error');
     };
 
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
+      res.shouldKeepAlive = false;
+      return fail(400, 'Malformed request: an HTTP/1.1 request needs a Host header', { Connection: 'close' });
+    }
     const path = (req.url ?? '/').split('?')[0];
     if (!production && (path === GRAPHIQL_PATH || path?.startsWith(RURU_STATIC_PREFIX))) {
       // The IDE's page and assets carry no data; every query it sends to
@@ -184,6 +199,10 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
       },
     );
   });
+
+  server.headersTimeout = options.headersTimeoutMs ?? OPERATOR_HEADERS_TIMEOUT_MS;
+  server.requestTimeout = options.requestTimeoutMs ?? OPERATOR_REQUEST_TIMEOUT_MS;
+  answerNodeLevelErrors(server, 'GET, HEAD, POST'); // parser errors and CONNECT: JSON, as the partner listener
 
   try {
     await new Promise<void>((resolve, reject) => {

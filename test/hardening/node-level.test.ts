@@ -10,27 +10,7 @@ import { createPartnerServer, type PartnerServer } from '../../server/http/serve
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { buildApp } from '../support/partner-app';
-
-/** Sends raw bytes, returns everything the server wrote until it closed the connection. */
-function raw(port: number, bytes: string | Buffer, holdOpenMs = 0): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let out = '';
-    socket.on('data', (c) => (out += c.toString('latin1')));
-    socket.on('close', () => resolve(out));
-    socket.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' ? resolve(out) : reject(e)));
-    socket.write(bytes);
-    if (holdOpenMs === 0) setTimeout(() => socket.end(), 2000);
-  });
-}
-
-function parse(answer: string): { status: number; headers: Record<string, string>; body: unknown } {
-  const [head = '', body = ''] = answer.split('\r\n\r\n');
-  const [statusLine = '', ...lines] = head.split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const l of lines) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
-  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) as unknown };
-}
+import { parseRawAnswer as parse, rawExchange as raw } from '../support/raw-http';
 
 describe('Node-level answers', () => {
   let db: TestDatabase;

@@ -43,6 +43,8 @@ export async function startOperatorHarness(
     statementTimeoutMs?: number;
     limits?: QueryLimits;
     buckets?: BucketsSource;
+    headersTimeoutMs?: number;
+    requestTimeoutMs?: number;
   } = {},
 ): Promise<OperatorHarness> {
   const server = await startOperatorServer({
@@ -52,6 +54,8 @@ export async function startOperatorHarness(
     statementTimeoutMs: options.statementTimeoutMs,
     limits: options.limits,
     buckets: options.buckets,
+    headersTimeoutMs: options.headersTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs,
   });
   const token = await createOperatorToken(db);
   return {
