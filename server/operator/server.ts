@@ -203,6 +203,18 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
   server.headersTimeout = options.headersTimeoutMs ?? OPERATOR_HEADERS_TIMEOUT_MS;
   server.requestTimeout = options.requestTimeoutMs ?? OPERATOR_REQUEST_TIMEOUT_MS;
   answerNodeLevelErrors(server, 'GET, HEAD, POST'); // parser errors and CONNECT: JSON, as the partner listener
+  // An Expect other than 100-continue: Node's default is a bare 417.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = randomUUID();
+    res.shouldKeepAlive = false;
+    const expectation = String(req.headers.expect).slice(0, 100);
+    sendJson(
+      res,
+      417,
+      { error: `Unsupported Expect header: ${expectation}`, request_id: requestId },
+      { 'X-Request-Id': requestId, Connection: 'close' },
+    );
+  });
 
   try {
     await new Promise<void>((resolve, reject) => {

@@ -31,6 +31,7 @@ describe('operator listener: answers Node gives before any handler', () => {
     ['HTTP/1.1 without Host', 'GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
     ['unknown method', 'FOO /graphql HTTP/1.1\r\nHost: x\r\n\r\n', 405],
     ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
+    ['unknown Expect', 'POST /graphql HTTP/1.1\r\nHost: x\r\nExpect: tea-please\r\n\r\n', 417],
   ])('%s: a JSON answer with X-Request-Id, then the connection closes', async (_name, request, status) => {
     const answer = parseRawAnswer(await rawExchange(port, request));
     expect(answer.status).toBe(status);
