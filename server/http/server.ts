@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import type { RequestListener } from 'node:http';
 import type { Config } from '../config';
 import { bornWithExpressPrototypes, hasExpressPrototypes } from './express-prototypes';
-import { answerNodeLevelErrors, rawJsonError } from '../web/node-answers';
+import { answerJsonError, answerNodeLevelErrors, answerUnsupportedExpectation } from '../web/node-answers';
 
 export interface ServerLimits {
   /** Destroy a socket after this long without traffic in either direction (0 = never). */
@@ -42,18 +42,6 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = {
   keepAliveTimeoutMs: 5_000,
   maxBodyBytes: 1_048_576,
 };
-
-/** Answers with the raw JSON error on an express-less response; the connection closes after it. */
-function rawAnswer(res: http.ServerResponse, status: number, reason: string, message: string): void {
-  res.shouldKeepAlive = false;
-  const [head = '', body = ''] = rawJsonError(status, reason, message).split('\r\n\r\n');
-  for (const line of head.split('\r\n').slice(1)) {
-    const i = line.indexOf(':');
-    res.setHeader(line.slice(0, i), line.slice(i + 2));
-  }
-  res.statusCode = status;
-  res.end(body);
-}
 
 /** How long the drain lets a keep-alive connection sit idle before closing it: 1 s, less for a short deadline. */
 export function drainIdleGraceMs(deadlineMs: number): number {
@@ -106,10 +94,10 @@ export function createPartnerServer(
     if (draining) res.setHeader('Connection', 'close');
     // Node's own answer to an HTTP/1.1 request without Host is a bare 400 (requireHostHeader is off below).
     if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined)
-      return rawAnswer(res, 400, 'Bad Request', 'Malformed request: an HTTP/1.1 request needs a Host header');
+      return answerJsonError(res, 400, 'Bad Request', 'Malformed request: an HTTP/1.1 request needs a Host header');
     const length = Number(req.headers['content-length'] ?? 0);
     if (length > l.maxBodyBytes)
-      return rawAnswer(res, 413, 'Content Too Large', 'Request body too large; this API takes no request body');
+      return answerJsonError(res, 413, 'Content Too Large', 'Request body too large; this API takes no request body');
     app(req, res);
   };
 
@@ -153,7 +141,7 @@ export function createPartnerServer(
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     active.add(res);
     res.once('close', () => active.delete(res));
-    rawAnswer(res, 417, 'Expectation Failed', `Unsupported Expect header: ${String(req.headers.expect).slice(0, 100)}`);
+    answerUnsupportedExpectation(req, res);
   });
 
   Object.defineProperty(server, 'draining', { get: () => draining });

@@ -18,7 +18,7 @@ import { isDatabaseUnavailable } from '../contract/errors';
 import type { Logger } from '../log';
 import { metricsText } from '../metrics';
 import { sendWebAsset, webAsset } from '../web/assets';
-import { answerNodeLevelErrors } from '../web/node-answers';
+import { answerNodeLevelErrors, answerUnsupportedExpectation } from '../web/node-answers';
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponseSize } from './response-limit';
 import { authenticateOperator, type OperatorIdentity } from './auth';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, makeOperatorPreset, OPERATOR_ROLE } from './preset';
@@ -203,18 +203,7 @@ export async function startOperatorServer(options: OperatorServerOptions): Promi
   server.headersTimeout = options.headersTimeoutMs ?? OPERATOR_HEADERS_TIMEOUT_MS;
   server.requestTimeout = options.requestTimeoutMs ?? OPERATOR_REQUEST_TIMEOUT_MS;
   answerNodeLevelErrors(server, 'GET, HEAD, POST'); // parser errors and CONNECT: JSON, as the partner listener
-  // An Expect other than 100-continue: Node's default is a bare 417.
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = randomUUID();
-    res.shouldKeepAlive = false;
-    const expectation = String(req.headers.expect).slice(0, 100);
-    sendJson(
-      res,
-      417,
-      { error: `Unsupported Expect header: ${expectation}`, request_id: requestId },
-      { 'X-Request-Id': requestId, Connection: 'close' },
-    );
-  });
+  server.on('checkExpectation', answerUnsupportedExpectation); // JSON 417, not Node's bare one
 
   try {
     await new Promise<void>((resolve, reject) => {

@@ -43,6 +43,28 @@ export function clientErrorAnswer(code: string | undefined, methods = 'GET and H
   }
 }
 
+/** Answers with the raw JSON error on a response no handler wrote; the connection closes after it. */
+export function answerJsonError(res: http.ServerResponse, status: number, reason: string, message: string): void {
+  res.shouldKeepAlive = false;
+  const [head = '', body = ''] = rawJsonError(status, reason, message).split('\r\n\r\n');
+  for (const line of head.split('\r\n').slice(1)) {
+    const i = line.indexOf(':');
+    res.setHeader(line.slice(0, i), line.slice(i + 2));
+  }
+  res.statusCode = status;
+  res.end(body);
+}
+
+/** An Expect other than 100-continue ('checkExpectation'): Node's own answer is a bare 417. */
+export function answerUnsupportedExpectation(req: http.IncomingMessage, res: http.ServerResponse): void {
+  answerJsonError(
+    res,
+    417,
+    'Expectation Failed',
+    `Unsupported Expect header: ${String(req.headers.expect).slice(0, 100)}`,
+  );
+}
+
 /**
  * Parser errors and CONNECT answered as JSON on `server` (without a 'connect' listener Node just
  * drops a CONNECT's socket). `allow` is the listener's Allow header value, e.g. "GET, HEAD".
