@@ -1,10 +1,11 @@
 /**
  * Answers Node gives before any handler runs (a request it cannot parse,
- * headers too large or too slow, an unknown method, CONNECT), as the
- * listeners' own JSON errors {"error","request_id"} with X-Request-Id and
- * Connection: close (decisions.md "Input hygiene"), instead of Node's bare
- * 400 or a dropped socket. The partner listener (http/server.ts) and the
- * operator listener (operator/server.ts) both install them.
+ * headers too large or too slow, an unknown method, CONNECT, an unsupported
+ * Expect), as the listeners' own JSON errors {"error","request_id"} with
+ * X-Request-Id and Connection: close (decisions.md "Input hygiene"), instead
+ * of Node's bare 400 or 417 or a dropped socket. The partner listener
+ * (http/server.ts) and the operator listener (operator/server.ts) both
+ * install them.
  */
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
