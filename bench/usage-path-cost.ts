@@ -22,7 +22,8 @@ import type { Request, Response } from 'express';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Pool } from '../server/db/pools';
-import { HourlyUsage } from '../server/usage/history';
+import { usageKey } from '../server/ratelimit/buckets';
+import { HourlyUsage, hourField, statusClass } from '../server/usage/history';
 import { RequestLog } from '../server/usage/request-log';
 import { median, medianRange } from './environment';
 
@@ -75,7 +76,10 @@ export async function measureUsagePathCost(o: UsagePathCostOptions): Promise<Usa
   });
   const log = new RequestLog({ pool: noPool, logger, mode: 'errors', flushEveryMs: NEVER });
   try {
-    const at = Date.UTC(2026, 10, 26, 1, 0);
+    // The answers' hour is the current one: their usage hash expires at an absolute instant (two days
+    // after its day), which Redis compares with its own clock. A fixed past day expired at once.
+    const at = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    const day = new Date(at).toISOString().slice(0, 10);
     const middleware = log.middleware();
     const req = { method: 'GET', originalUrl: '/api/v1/partner/bars/12345', ip: '127.0.0.1' } as Request;
     const res = Object.assign(new EventEmitter(), {
@@ -119,8 +123,8 @@ export async function measureUsagePathCost(o: UsagePathCostOptions): Promise<Usa
     }
     const logged = log.pending;
     await history.push(); // what the loops counted, in one pipeline
-    const fields = await redis.hgetall(`${PREFIX}{${KEY_ID}}:u:2026-11-26`);
-    const pushedFields = Number(fields['@01|2|bars/:id'] ?? 0);
+    const fields = await redis.hgetall(usageKey(PREFIX, KEY_ID, day));
+    const pushedFields = Number(fields[hourField(new Date(at).getUTCHours(), statusClass(200), 'bars/:id')] ?? 0);
 
     let started = cpuUs();
     for (let i = 0; i < o.pushes; i++) {
