@@ -1,6 +1,6 @@
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
+  testEnvironment: '<rootDir>/test/support/node-environment.ts', // jest's node environment; see there
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // test/load runs the real server under saturating load: alone, afterwards (jest.load.config.js),
@@ -12,4 +12,7 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,
+  // A worker whose heap is above this after a file is replaced by a fresh one (heaps reached 1.1 GB:
+  // each file's modules, collected late), which also keeps its exit short (node-environment.ts).
+  workerIdleMemoryLimit: '1GB',
 };

@@ -3,6 +3,11 @@
  * it runs at: the partner apps the tests build take this clock, spawned servers
  * get it as TEST_CLOCK, and demo data is seeded around it. `.ci/run` runs the
  * suite under several clocks (TEST_CLOCK); unset, the default below.
+ *
+ * Redis keeps real time: a rate-limit window or a usage hash written there
+ * expires at an absolute instant that Redis compares with its own clock, so
+ * such values come from Date.now(), never from this clock or a fixed date (a
+ * usage hash of a fixed day in the past expired at once: bench/usage-path-cost).
  */
 import { fixedClock, parseTestClock, type Clock } from '../../server/clock';
 
