@@ -5,10 +5,11 @@
  * OpenAPI document), then the credentials guard (auth + rate limits) for every
  * partner path before route matching, the routes, 404, errors.
  */
+import zlib from 'node:zlib';
 import compression from 'compression';
 import express from 'express';
 import { accessLog } from './access-log';
-import { COMPRESSION_THRESHOLD, sendPublic } from './caching';
+import { COMPRESSION_THRESHOLD, MIDDLEWARE_BROTLI_WINDOW_BITS, sendPublic } from './caching';
 import { publicDocument } from '../web/documents';
 import { dashboardRoutes } from './dashboard';
 import { DOCS_PATH, docsRoutes } from './docs';
@@ -48,7 +49,13 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   // A key this process already refuses gets its 429 before the rest of the app (refused-shortcut.ts).
   if (deps.knownRefusal) app.use(refusedKeyShortcut(preamble, deps.knownRefusal));
   app.use(...preamble);
-  app.use(compression({ threshold: COMPRESSION_THRESHOLD })); // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding
+  // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding; br at quality 4 (compression's default)
+  app.use(
+    compression({
+      threshold: COMPRESSION_THRESHOLD,
+      brotli: { params: { [zlib.constants.BROTLI_PARAM_LGWIN]: MIDDLEWARE_BROTLI_WINDOW_BITS } },
+    }),
+  );
   // One-click unsubscribe from alert e-mails (RFC 8058 POST, an HTML page): no key, before the GET/JSON-only checks.
   app.use(unsubscribeRoutes({ pool: deps.email?.pool ?? deps.pool, linkKey: deps.email?.linkKey }));
   if (deps.graphql) app.use(PARTNER_PREFIX, deps.graphql); // POST and its own Accept types: before the GET-only JSON checks

@@ -27,6 +27,17 @@ const Negotiator = createRequire(require.resolve('compression'))('negotiator') a
 
 /** Bodies below this many bytes go uncompressed (app.ts passes it to `compression`). */
 export const COMPRESSION_THRESHOLD = 1024;
+
+/**
+ * The br window of the answers `compression` streams itself (app.ts): the partner GraphQL, usage,
+ * errors. 18 bits (256 KB) instead of brotli's 22: such an answer's length is unknown when its
+ * stream starts, so the window cannot be fitted as compressed-cache.ts fits it, and at 22 a body
+ * over one 64 KB block makes each stream allocate an 8 MB ring buffer. A 292 KB answer with br at
+ * 50 connections: 413 → 464 req/s and 4.2 → 3.8 ms of server CPU, the same bytes (machine AC,
+ * docs/performance/2026-11-29-v1.3.md). Beyond 256 KB a match reaches back 256 KB at most: 3.5 MB of
+ * bars pages came out 1.2 % larger.
+ */
+export const MIDDLEWARE_BROTLI_WINDOW_BITS = 18;
 const ENCODINGS = ['br', 'gzip', 'deflate', 'identity'];
 const PREFERRED = ['br', 'gzip'];
 

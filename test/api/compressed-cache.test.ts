@@ -22,6 +22,7 @@ import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { buildApp } from '../support/partner-app';
+import { declaredWindowBits } from '../support/brotli';
 
 async function lookups(encoding: string, result: 'hit' | 'miss'): Promise<number> {
   const m = await compressedCacheLookups.get();
@@ -33,16 +34,6 @@ function decode(coding: string | undefined, body: Buffer): string {
   if (coding === 'gzip') return zlib.gunzipSync(body).toString('utf8');
   if (coding === 'deflate') return zlib.inflateSync(body).toString('utf8');
   return body.toString('utf8');
-}
-
-/** The window a brotli stream declares in its header (RFC 7932 9.1, WBITS). */
-function declaredWindowBits(stream: Buffer): number {
-  const bits = stream.readUInt8(0) | (stream.readUInt8(1) << 8);
-  if ((bits & 1) === 0) return 16;
-  const n = (bits >> 1) & 7;
-  if (n !== 0) return 17 + n;
-  const m = (bits >> 4) & 7;
-  return m === 0 ? 17 : 8 + m;
 }
 
 describe('the br window fitted to the body', () => {

@@ -1,3 +1,7 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { seedDemoData } from '../../db/seed';
@@ -8,6 +12,8 @@ import { awaitRoomInMinute, bearer, createPlan, issueKey } from '../support/part
 import { describeWithRedis, redisUrl } from '../support/redis';
 import { gql, startGraphqlPartner, type GraphqlPartner } from './support';
 import { testNow } from '../support/clock';
+import { declaredWindowBits } from '../support/brotli';
+import { MIDDLEWARE_BROTLI_WINDOW_BITS } from '../../server/http/caching';
 
 interface Body {
   data?: Record<string, unknown> | null;
@@ -92,6 +98,45 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
       'application/graphql-response+json',
     );
     expect(typed.headers['content-type']).toMatch(/^application\/graphql-response\+json/);
+  });
+
+  test('a br answer is streamed with the 18-bit window (MIDDLEWARE_BROTLI_WINDOW_BITS) and decodes to the identity answer', async () => {
+    const server = partner.app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const post = (encoding: string) =>
+      new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port: (server.address() as AddressInfo).port,
+            method: 'POST',
+            path: GRAPHQL_PATH,
+            headers: { ...bearer(key), 'Content-Type': 'application/json', 'Accept-Encoding': encoding },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ query: '{ bars(first: 60) { nodes { id name address } } }' }));
+      });
+    try {
+      const br = await post('br');
+      const plain = await post('identity');
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect(plain.body.length).toBeGreaterThan(1024); // above the threshold: the middleware compresses it
+      expect(br.headers['content-encoding']).toBe('br');
+      expect(declaredWindowBits(br.body)).toBe(MIDDLEWARE_BROTLI_WINDOW_BITS);
+      expect(MIDDLEWARE_BROTLI_WINDOW_BITS).toBeLessThan(zlib.constants.BROTLI_DEFAULT_WINDOW);
+      const decoded = JSON.parse(zlib.brotliDecompressSync(br.body).toString('utf8')) as Body;
+      expect(decoded.data).toEqual((JSON.parse(plain.body.toString('utf8')) as Body).data);
+      expect((decoded.data!.bars as { nodes: unknown[] }).nodes).toHaveLength(60);
+    } finally {
+      server.close();
+    }
   });
 
   test('GET runs queries; mutations over GET, other methods and batches are refused', async () => {
