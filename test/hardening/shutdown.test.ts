@@ -34,7 +34,8 @@ function get(agent: http.Agent, port: number, apiKey: string) {
         res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
       },
     );
-    req.on('error', reject);
+    // (whether the request went on a kept-alive connection or a fresh one: see the resets below)
+    req.on('error', (e) => reject(Object.assign(e, { reusedSocket: req.reusedSocket })));
   });
 }
 
@@ -62,8 +63,19 @@ describe('shutdown under keep-alive load', () => {
     // process starved for longer than the grace (a loaded CI machine) sends its next request on a
     // connection the server has rightly closed as idle; the FIN is waiting unread and the request
     // meets a reset. That is HTTP's keep-alive race (RFC 9112 §9.3.1: the client retries), counted
-    // apart and shown.
-    const outcomes = { ok: 0, refused: 0, reset: 0, resetAfterClientIdle: [] as number[], other: [] as string[] };
+    // apart and shown. So is a reset of a request sent on a fresh connection before the server closed
+    // its listener: a connection still in the kernel's accept queue when the listener closes is reset
+    // by the kernel, and the server never saw it. (A loaded CI run saw 5 resets while the drain had
+    // destroyed nothing and closed nothing idle; which connections they were was not recorded then.)
+    // Each is shown and must precede the shutdown.
+    const outcomes = {
+      ok: 0,
+      refused: 0,
+      reset: 0,
+      resetAfterClientIdle: [] as number[],
+      resetNotAccepted: [] as number[], // when the request was sent (ms since epoch)
+      other: [] as string[],
+    };
     const answered: { sentAt: number; connection?: string }[] = [];
     const client = async () => {
       let previousSentAt = 0;
@@ -81,6 +93,7 @@ describe('shutdown under keep-alive load', () => {
           if (code === 'ECONNREFUSED') outcomes.refused++;
           else if (code !== 'ECONNRESET' && !/socket hang up/.test(code)) outcomes.other.push(code);
           else if (idleFor >= IDLE_GRACE_MS) outcomes.resetAfterClientIdle.push(idleFor);
+          else if ((e as { reusedSocket?: boolean }).reusedSocket === false) outcomes.resetNotAccepted.push(sentAt);
           else outcomes.reset++;
           if (signalledAt) return; // the listener is gone: this client is done
         }
@@ -96,7 +109,7 @@ describe('shutdown under keep-alive load', () => {
     agent.destroy();
 
     const drain = server.logs.find((l) => l.msg === 'partner listener closed');
-    if (outcomes.reset || outcomes.resetAfterClientIdle.length)
+    if (outcomes.reset || outcomes.resetAfterClientIdle.length || outcomes.resetNotAccepted.length)
       console.log(`[shutdown] resets: ${JSON.stringify(outcomes)}; drain: ${JSON.stringify(drain)}`);
     expect(code).toBe(0);
     expect(at - signalledAt).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 1000);
@@ -108,6 +121,8 @@ describe('shutdown under keep-alive load', () => {
     const began = server.logs.find((l) => l.msg === 'shutting down');
     const beganAt = Date.parse(String(began?.time));
     expect(beganAt).toBeGreaterThanOrEqual(signalledAt - 5);
+    // a fresh connection's reset: only for a request sent before the listener closed (same clock)
+    for (const sentAt of outcomes.resetNotAccepted) expect(sentAt).toBeLessThanOrEqual(beganAt);
     // (Few or none are sent then: the answers in flight at that moment already say close.)
     expect(answered.filter((a) => a.connection === 'close').length).toBeGreaterThan(0);
     expect(answered.filter((a) => a.sentAt > beganAt && a.connection !== 'close')).toEqual([]);
