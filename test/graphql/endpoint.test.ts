@@ -215,6 +215,7 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
   });
 
   test('points: max(1, ceil(connections / 100)), charged to every bucket; the node limit charges nothing', async () => {
+    await awaitRoomInMinute(10_000); // exact minute counts: all in one minute window (real time)
     const plan = await createPlan(db.owner, 1000, 5000);
     const k = await issueKey(db.owner, { plan });
     const counter = async (c: typeof graphqlPoints | typeof graphqlRejections, code?: string) =>
@@ -259,6 +260,7 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
   });
 
   test('429 when the points do not fit (nothing charged); usage records graphql with its points; alerts fire', async () => {
+    await awaitRoomInMinute(10_000); // exact minute counts: all in one minute window (real time)
     const plan = await createPlan(db.owner, 10);
     const k = await issueKey(db.owner, { plan });
     const heavy = nested(100, 5) + ''; // 101 connections: 2 points
