@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The test suite as a CI run N days from now would see it: PostgreSQL and Node (the tests, jest's
+# The test suite as a CI run DAYS days from now would see it: PostgreSQL and Node (the tests, jest's
 # workers and every server they spawn) run with the real clock moved ahead by libfaketime, while
-# TEST_CLOCK stays fixed as .ci/run fixes it. A test that mixes a fixed date with the real clock (a
-# usage hash of a fixed day that Redis expires, a subscription that ends on a fixed day, a partition
-# of a fixed month that maintenance drops) fails here before the calendar makes it fail in CI.
+# TEST_CLOCK stays fixed as .ci/run fixes it. A test that mixes a fixed date with PostgreSQL's now() or
+# Node's Date.now() (a subscription that ends on a fixed day, a partition of a fixed month that
+# maintenance drops as too old) fails here before the calendar makes it fail in CI. Not covered: a
+# fixed date written to Redis, which keeps real time here (see below; test/support/clock.ts).
 #
 #   scripts/suite-ahead.sh [DAYS] [jest arguments...]     (DAYS default 200; needs Debian's `faketime`)
 #

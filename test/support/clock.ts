@@ -8,7 +8,8 @@
  * expires at an absolute instant that Redis compares with its own clock, so
  * such values come from Date.now(), never from this clock or a fixed date (a
  * usage hash of a fixed day in the past expired at once: bench/usage-path-cost).
- * scripts/suite-ahead.sh runs the suite with the real clock moved ahead to find such tests.
+ * (scripts/suite-ahead.sh moves PostgreSQL's and Node's real clock ahead to find a test that mixes a
+ * fixed date with them; Redis keeps real time there, so it cannot find this kind.)
  */
 import { fixedClock, parseTestClock, type Clock } from '../../server/clock';
 
