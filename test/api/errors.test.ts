@@ -447,7 +447,7 @@ describe('partner API errors', () => {
   describe('500', () => {
     test('reveals nothing; the detail is logged with the request id', async () => {
       await db.owner.query(`create or replace function api.bar(p_id text, p_now timestamptz default now())
-        returns json language plpgsql stable security definer set search_path = private, public, pg_temp
+        returns text language plpgsql stable security definer set search_path = private, public, pg_temp
         as $$ begin raise exception 'secret detail: relation private.bars_shadow is gone'; end $$`);
       const res = await get(app, `${P}/bars/1`, { 'X-Request-Id': 'boom-1' });
       expect(res.status).toBe(500);

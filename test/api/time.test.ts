@@ -60,7 +60,7 @@ describe('time zones, after-midnight hours and open now', () => {
           occupancy: { current_intensity: number; status: string; hourly_data: { hour: number; intensity: number }[] };
         };
       };
-    }>('select api.bar($1, $2) as body', [String(barId), nowUtc]);
+    }>('select api.bar($1, $2)::json as body', [String(barId), nowUtc]);
     return rows[0]!.body.bar.occupancy;
   };
 

@@ -55,7 +55,7 @@ describeWithPlpgsqlCheck('db:lint (plpgsql_check)', () => {
   };
 
   test('a broken column reference in a function file is an error naming the function, file and line', async () => {
-    const lines = breakFile('22-bar.sql', "json_build_object('bar', r.body)", "json_build_object('bar', r.bodyy)");
+    const lines = breakFile('22-bar.sql', "'{\"bar\" : ' || r.body || '}'", "'{\"bar\" : ' || r.bodyy || '}'");
     expect(await applyFunctionFiles(db.url, { folder, force: true })).toBeGreaterThan(0);
     const result = await lintDatabase(db.url, folder);
     expect(result.errors).toHaveLength(1);

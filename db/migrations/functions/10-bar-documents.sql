@@ -9,8 +9,9 @@
 --   list    head || ', "occupancy" : {current_intensity, status}' || '}'
 --   detail  head || ', "occupancy" : {current_intensity, status, hourly_data}'
 --                || detail_mid || ', "events" : [...]' || '}'
--- and cast to json (json keeps text verbatim: json_agg / json_build_object emit
--- it unchanged, so responses are byte for byte what the builder's expressions give).
+-- as text, byte for byte what the builder's expressions give (json_agg /
+-- json_build_object emit a json value's text unchanged, so a caller that needs json
+-- may cast it; the api functions return the text).
 --
 -- Kept exact in the same transaction by statement-level triggers with transition
 -- tables on bars, bar_categories, categories, photos, opening_hours and cities.
@@ -368,8 +369,18 @@ as $$
 $$;
 
 -- The detail form: the list form's keys, hourly occupancy for the local day,
--- description and price_level, and the next 10 upcoming events.
-create or replace function private.bar_detail_row(p_bar_id bigint, p_now timestamptz) returns table (body json)
+-- description and price_level, and the next 10 upcoming events. Text, as the list
+-- form: as json it was validated again on every call (api.bar returns its text).
+do $$
+begin
+  if (select p.prorettype from pg_proc p
+      where p.oid = to_regprocedure('private.bar_detail_row(bigint, timestamptz)')) = 'json'::regtype then
+    drop function private.bar_detail_row(bigint, timestamptz);  -- v1.3 and before: returns table (body json)
+  end if;
+end
+$$;
+
+create or replace function private.bar_detail_row(p_bar_id bigint, p_now timestamptz) returns table (body text)
   language sql stable
 as $$
   select (d.head || ', "occupancy" : ' || private.occupancy_json_head(l.current_intensity, x.open)
@@ -382,7 +393,7 @@ as $$
                when n.valid_from <= p_now and (n.valid_until is null or p_now < n.valid_until) then n.body
                else private.bar_next_events_live(d.bar_id, p_now)
              end
-          || '}')::json
+          || '}')
   from private.bar_documents d
   left join private.bar_live l on l.bar_id = d.bar_id
   left join private.occupancy o on o.bar_id = d.bar_id

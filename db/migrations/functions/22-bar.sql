@@ -5,8 +5,18 @@
 -- PostgreSQL 15-17, while plpgsql keeps its statement's plan per connection
 -- (the generic plan is a primary-key probe per table, ~4x the throughput).
 
+-- v1.3 and before returned json; the answer is now its JSON text (below), the same bytes.
+do $$
+begin
+  if (select p.prorettype from pg_proc p
+      where p.oid = to_regprocedure('api.bar(text, timestamptz)')) = 'json'::regtype then
+    drop function api.bar(text, timestamptz);
+  end if;
+end
+$$;
+
 create or replace function api.bar(p_id text, p_now timestamptz default now())
-  returns json
+  returns text  -- JSON
   language plpgsql stable security definer
   set search_path = private, public, pg_temp
   set jit = off  -- millisecond queries; a JIT compile alone costs 100+ ms
@@ -14,8 +24,10 @@ as $$
 declare
   v_id bigint := private.bar_id_or_null(p_id);  -- once (in the query it was an index condition of each of 4 probes)
 begin
+  -- byte for byte what json_build_object('bar', <the detail as json>) gives: a json result
+  -- would parse the detail's text again (a tenth to a quarter of the call's time, machine AE)
   return (
-    select json_build_object('bar', r.body)
+    select '{"bar" : ' || r.body || '}'
     from private.bar_detail_row(v_id, p_now) r);
 end
 $$;

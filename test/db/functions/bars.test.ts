@@ -222,7 +222,7 @@ describe('api.bar', () => {
   test('hourly_data is the local day of p_now: Monday after a Sunday night', async () => {
     await sql.run(async (tx) => {
       const { owl } = await city(tx);
-      const r = await tx.call<{ bar: Bar }>('bar_partner', 'select api.bar($1, $2)', [owl, MONDAY_0259_CHICAGO]);
+      const r = await tx.call<{ bar: Bar }>('bar_partner', 'select api.bar($1, $2)::json', [owl, MONDAY_0259_CHICAGO]);
       expect(r.bar.occupancy.status).toBe('very_busy');
       expect(r.bar.occupancy.hourly_data!.map((h) => h.intensity)).toEqual(
         Array.from({ length: 24 }, (_, h) => 10 + (h % 10)),
@@ -234,6 +234,32 @@ describe('api.bar', () => {
     await sql.run(async (tx) => {
       await city(tx);
       expect(await tx.call('bar_partner', 'select api.bar($1)', [id])).toBeNull();
+    });
+  });
+
+  test('its text is the bytes json_build_object gives, names that need escaping and events included', async () => {
+    await sql.run(async (tx) => {
+      const { chicago, owl } = await city(tx);
+      const odd = 'Joe\'s "Tap" \\ Bar ☕\n';
+      const oddId = String(await tx.fx.bar(chicago, { name: odd, latitude: 41.9, longitude: -87.6 }));
+      await tx.fx.event(Number(oddId), {
+        title: 'Quiz "night" \\ ☕',
+        start_at: '2026-11-24T02:00:00Z',
+        end_at: '2026-11-24T04:00:00Z',
+      });
+      for (const id of [owl, oddId]) {
+        const [r] = await tx.query<{ text: string; rerendered: string }>(
+          `select t.text, json_build_object('bar', t.text::json -> 'bar')::text as rerendered
+           from (select api.bar($1, $2) as text) t`,
+          [id, MONDAY_0259_CHICAGO],
+        );
+        expect(r!.text).toBe(r!.rerendered);
+      }
+      const bar = JSON.parse(
+        await tx.call<string>('bar_partner', 'select api.bar($1, $2)', [oddId, MONDAY_0259_CHICAGO]),
+      ) as { bar: Bar & { events: { name: string }[] } };
+      expect(bar.bar.name).toBe(odd);
+      expect(bar.bar.events.map((e) => e.name)).toEqual(['Quiz "night" \\ ☕']);
     });
   });
 });
