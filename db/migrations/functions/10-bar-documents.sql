@@ -343,15 +343,19 @@ $$;
 -- time zone conversion would be repeated in every use, and the helpers that take
 -- its results as arguments would not be inlined).
 
--- The list form is text, not json: a json value would be parsed (validated) again
--- on every call, which was 10 % of a 50-bar radius page (api.bars renders its page
--- as text; bars_by_city casts each row to json).
+-- Both forms are text, not json: a json value would be parsed (validated) again on
+-- every call, which was 10 % of a 50-bar radius page and a tenth to a quarter of
+-- api.bar (api.bars and api.bar return text; bars_by_city casts each row to json).
+-- v1.3 and before returned table (body json), which a replace cannot change.
 do $$
+declare
+  v_fn text;
 begin
-  if (select p.prorettype from pg_proc p
-      where p.oid = to_regprocedure('private.bar_list_row(bigint, timestamptz)')) = 'json'::regtype then
-    drop function private.bar_list_row(bigint, timestamptz);  -- v1.3 and before: returns table (body json)
-  end if;
+  foreach v_fn in array array['private.bar_list_row(bigint, timestamptz)', 'private.bar_detail_row(bigint, timestamptz)'] loop
+    if (select p.prorettype from pg_proc p where p.oid = to_regprocedure(v_fn)) = 'json'::regtype then
+      execute format('drop function %s', v_fn);
+    end if;
+  end loop;
 end
 $$;
 
@@ -369,17 +373,7 @@ as $$
 $$;
 
 -- The detail form: the list form's keys, hourly occupancy for the local day,
--- description and price_level, and the next 10 upcoming events. Text, as the list
--- form: as json it was validated again on every call (api.bar returns its text).
-do $$
-begin
-  if (select p.prorettype from pg_proc p
-      where p.oid = to_regprocedure('private.bar_detail_row(bigint, timestamptz)')) = 'json'::regtype then
-    drop function private.bar_detail_row(bigint, timestamptz);  -- v1.3 and before: returns table (body json)
-  end if;
-end
-$$;
-
+-- description and price_level, and the next 10 upcoming events.
 create or replace function private.bar_detail_row(p_bar_id bigint, p_now timestamptz) returns table (body text)
   language sql stable
 as $$
