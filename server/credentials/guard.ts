@@ -18,6 +18,7 @@ import { RedisBreaker } from '../ratelimit/breaker';
 import {
   clientAddress,
   FAILED_AUTH_LIMIT,
+  type KnownRefusalAnswer,
   PartnerRateLimits,
   rateLimitContext,
   type RateLimitContext,
@@ -73,10 +74,10 @@ export interface PartnerGuard {
   deprecatedCalls: DeprecatedCallTally;
   /**
    * The refused-key shortcut's half (http/refused-shortcut.ts): for a cached, valid key this process
-   * refuses until a window ends, the guard's own 429 (with its accounting), to run on the response;
-   * undefined when the request must take the usual way. Decides without side effects on `res`.
+   * refuses until a window ends, the guard's own 429 and its accounting; undefined when the request
+   * must take the usual way. Decides without side effects on `res`.
    */
-  knownRefusal(req: Request): ((res: Response) => void) | undefined;
+  knownRefusal(req: Request): KnownRefusalAnswer | undefined;
   /** Stops listening, writes pending usage and alerts, releases Redis; says what it wrote. */
   close(): Promise<{ usageRequestsWritten: number; sharedUsageKeyDaysWritten: number }>;
 }
@@ -163,37 +164,45 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     });
   };
 
-  const account = (req: Request, res: Response, identity: StoredIdentity) => {
-    res.once('finish', () => {
-      const ctx = rateLimitContext(res);
-      const rateLimited = res.statusCode === 429;
-      const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (contract/deprecations.ts)
-      if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
-      if (ctx.outcome?.shared) {
-        // counted by the script; a 429 refused in process (no Redis) is added with the next push
-        if (ctx.refusedLocally) history.rateLimited(identity.keyId, ctx.windows!.start.minute);
-        sharedUsage?.touch(identity.keyId, ctx.windows!.day);
-      } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
-        const endpoint = rateLimited ? NO_ENDPOINT : endpointOf(req);
-        usage.record(identity.keyId, endpoint, rateLimited, undefined, rateLimited ? 1 : (ctx.weight ?? 1));
-      }
-      if (!ctx.free) {
-        const at = ctx.windows?.start.minute ?? Date.now(); // the script's day and hour
-        history.record(identity.keyId, ctx.endpoint ?? endpointOf(req), res.statusCode, at, !!ctx.outcome?.shared);
-      }
-      if (rateLimited) return;
-      alerts.check(identity, limits.counted(res), ctx.weight ?? 1);
-    });
+  /** An answered request's usage, history and alerts (after the answer: on `finish`, or by the shortcut). */
+  const accountAnswer = (req: Request, res: Response, identity: StoredIdentity) => {
+    const ctx = rateLimitContext(res);
+    const rateLimited = res.statusCode === 429;
+    const deprecated = deprecatedCallsOf(res); // set by the deprecation gate (contract/deprecations.ts)
+    if (deprecated) for (const use of deprecated.uses) deprecatedCalls.record(identity.keyId, use, deprecated.at);
+    if (ctx.outcome?.shared) {
+      // counted by the script; a 429 refused in process (no Redis) is added with the next push
+      if (ctx.refusedLocally) history.rateLimited(identity.keyId, ctx.windows!.start.minute);
+      sharedUsage?.touch(identity.keyId, ctx.windows!.day);
+    } else if (!ctx.refunded && (rateLimited || ctx.weight !== 0)) {
+      const endpoint = rateLimited ? NO_ENDPOINT : endpointOf(req);
+      usage.record(identity.keyId, endpoint, rateLimited, undefined, rateLimited ? 1 : (ctx.weight ?? 1));
+    }
+    if (!ctx.free) {
+      const at = ctx.windows?.start.minute ?? Date.now(); // the script's day and hour
+      history.record(identity.keyId, ctx.endpoint ?? endpointOf(req), res.statusCode, at, !!ctx.outcome?.shared);
+    }
+    if (rateLimited) return;
+    alerts.check(identity, limits.counted(res), ctx.weight ?? 1);
   };
 
-  /** A valid key's identity and rate-limit context on the response, and its accounting on finish. */
-  const admit = (req: Request, res: Response, identity: StoredIdentity, ctx: RateLimitContext) => {
+  const account = (req: Request, res: Response, identity: StoredIdentity) => {
+    res.once('finish', () => accountAnswer(req, res, identity));
+  };
+
+  /** A valid key's identity and rate-limit context on the response. */
+  const identify = (res: Response, identity: StoredIdentity, ctx: RateLimitContext) => {
     res.locals.partner = {
       keyId: identity.keyId,
       subscriberId: identity.subscriberId,
       plan: identity.plan,
     } satisfies PartnerIdentity;
     res.locals.rateLimit = ctx;
+  };
+
+  /** The same, and its accounting on finish. */
+  const admit = (req: Request, res: Response, identity: StoredIdentity, ctx: RateLimitContext) => {
+    identify(res, identity, ctx);
     account(req, res, identity);
   };
 
@@ -223,7 +232,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     }, next);
   };
 
-  const knownRefusal = (req: Request): ((res: Response) => void) | undefined => {
+  const knownRefusal = (req: Request): KnownRefusalAnswer | undefined => {
     if (!limits.refusing) return undefined; // no key refused: nothing to look up
     const presented = presentedKey(req);
     if (presented.kind !== 'key') return undefined;
@@ -233,9 +242,12 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     if (!identity || refusal(identity, Date.now())) return undefined; // unknown, or a 403
     const ctx = limits.refusalFor(req, identity.keyId, identity.limits);
     if (!ctx) return undefined;
-    return (res) => {
-      admit(req, res, identity, ctx); // as authenticate() does, then the limiter's answer
-      limits.answerRefusal(res);
+    return {
+      answer(res) {
+        identify(res, identity, ctx); // as authenticate() does, then the limiter's 429
+        return limits.refusalAnswer(ctx);
+      },
+      account: (res) => accountAnswer(req, res, identity),
     };
   };
 

@@ -3,13 +3,13 @@
  * hashed by the database (admin.issue_key: 'pbk_' + 43 base64url characters,
  * stored as sha256 of the text); the server hashes the same way to look up.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Request } from 'express';
 
 export const API_KEY_PATTERN = /^pbk_[A-Za-z0-9_-]{43}$/;
 
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer'); // one call: about half of createHash's CPU
 }
 
 export type PresentedKey = { kind: 'missing' } | { kind: 'malformed' } | { kind: 'key'; key: string };

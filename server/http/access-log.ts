@@ -4,7 +4,7 @@
  * the URL) and, for a 4xx/5xx, the reason the client was given (the error
  * body's message, recorded by sendError).
  */
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from '../log';
 import { httpDuration, httpRequests } from '../metrics';
 
@@ -15,28 +15,36 @@ function routeOf(route: unknown): string {
 }
 
 export function accessLog(logger: Logger): RequestHandler {
+  const log = answerLogger(logger);
   return (req, res, next) => {
     const started = process.hrtime.bigint();
+    res.on('finish', () => log(req, res, started));
+    next();
+  };
+}
+
+/** An answer's log line and metrics sample, `started` being process.hrtime.bigint() at its request's arrival. */
+export type AnswerLogger = (req: Request, res: Response, started: bigint) => void;
+
+export function answerLogger(logger: Logger): AnswerLogger {
+  return (req, res, started) => {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const url = req.originalUrl;
     const q = url.indexOf('?');
-    res.on('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = routeOf(req.route);
-      httpRequests.inc({ route, method: req.method, status: res.statusCode });
-      httpDuration.observe({ route }, seconds);
-      const line: Record<string, unknown> = {
-        requestId: res.locals.requestId,
-        method: req.method,
-        path: q === -1 ? url : url.slice(0, q),
-        query: q === -1 ? undefined : url.slice(q + 1, q + 1 + 2048),
-        status: res.statusCode,
-        durationMs: seconds * 1000,
-        subscriberId: (res.locals.partner as { subscriberId?: string } | undefined)?.subscriberId,
-      };
-      if (res.statusCode >= 400) line.reason = res.locals.errorMessage;
-      if (res.statusCode >= 500) logger.warn(line, 'request');
-      else logger.info(line, 'request');
-    });
-    next();
+    const route = routeOf(req.route);
+    httpRequests.inc({ route, method: req.method, status: res.statusCode });
+    httpDuration.observe({ route }, seconds);
+    const line: Record<string, unknown> = {
+      requestId: res.locals.requestId,
+      method: req.method,
+      path: q === -1 ? url : url.slice(0, q),
+      query: q === -1 ? undefined : url.slice(q + 1, q + 1 + 2048),
+      status: res.statusCode,
+      durationMs: seconds * 1000,
+      subscriberId: (res.locals.partner as { subscriberId?: string } | undefined)?.subscriberId,
+    };
+    if (res.statusCode >= 400) line.reason = res.locals.errorMessage;
+    if (res.statusCode >= 500) logger.warn(line, 'request');
+    else logger.info(line, 'request');
   };
 }

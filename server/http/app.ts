@@ -8,7 +8,7 @@
 import zlib from 'node:zlib';
 import compression from 'compression';
 import express from 'express';
-import { accessLog } from './access-log';
+import { accessLog, answerLogger } from './access-log';
 import { COMPRESSION_THRESHOLD, MIDDLEWARE_BROTLI_WINDOW_BITS, sendPublic } from './caching';
 import { publicDocument } from '../web/documents';
 import { dashboardRoutes } from './dashboard';
@@ -40,15 +40,17 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
   app.set('query parser', 'extended'); // corner1[latitude]=... arrives as an object
   app.set('trust proxy', deps.config.trustProxy ?? false); // X-Forwarded-Proto makes req.secure
 
-  const preamble = [
-    requestId,
-    accessLog(deps.logger),
-    ...(deps.requestLog ? [deps.requestLog.middleware()] : []),
-    strictTransportSecurity,
-  ];
   // A key this process already refuses gets its 429 before the rest of the app (refused-shortcut.ts).
-  if (deps.knownRefusal) app.use(refusedKeyShortcut(preamble, deps.knownRefusal));
-  app.use(...preamble);
+  const requestLog = deps.requestLog;
+  if (deps.knownRefusal)
+    app.use(
+      refusedKeyShortcut({
+        knownRefusal: deps.knownRefusal,
+        logAnswer: answerLogger(deps.logger),
+        recordAnswer: requestLog && ((req, res, ms) => requestLog.record(req, res, ms)),
+      }),
+    );
+  app.use(requestId, accessLog(deps.logger), ...(requestLog ? [requestLog.middleware()] : []), strictTransportSecurity);
   // gzip / br by Accept-Encoding (q-values), Vary: Accept-Encoding; br at quality 4 (compression's default)
   app.use(
     compression({

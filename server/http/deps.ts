@@ -8,6 +8,7 @@ import type { Logger } from '../log';
 import type { ChangelogEntry } from './changelog';
 import type { ReadinessCheck } from './health';
 import type { KnownRefusal } from './refused-shortcut';
+import type { RequestLog } from '../usage/request-log';
 import type { ExportOptions } from './routes/export';
 
 export interface PartnerAppDeps {
@@ -25,8 +26,8 @@ export interface PartnerAppDeps {
   graphql?: RequestHandler;
   /** GET export/*: the pool (the primary), concurrent-export slots (Redis), batch size (routes/export.ts). */
   export?: ExportOptions;
-  /** The request log (usage/request-log.ts): records answers on `finish`, off the request's path. */
-  requestLog?: { middleware(): RequestHandler };
+  /** The request log (usage/request-log.ts): records answers on `finish` (the shortcut's once written), off the request's path. */
+  requestLog?: Pick<RequestLog, 'middleware' | 'record'>;
   /** Alert e-mails' unsubscribe links: the signing key (default: EMAIL_LINK_KEY or the development key) and the primary. */
   email?: { linkKey?: Buffer; pool?: Pool };
   /** The instant answers are computed at (open now, events today, ...; default: the system clock). */

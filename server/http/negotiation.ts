@@ -69,7 +69,9 @@ export const requireJsonAcceptable: RequestHandler = (req, res, next) => {
 };
 
 /** HSTS on responses that reached us over HTTPS (directly, or via a trusted proxy's X-Forwarded-Proto). */
+export const HSTS = 'max-age=31536000; includeSubDomains';
+
 export const strictTransportSecurity: RequestHandler = (req, res, next) => {
-  if (req.secure) res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+  if (req.secure) res.setHeader('Strict-Transport-Security', HSTS);
   next();
 };

@@ -13,30 +13,58 @@
  * - only where the usual way reaches the guard: GET or HEAD (405 first), an
  *   Accept the path serves (406 first), clean key headers (400 first), a
  *   declared REST endpoint other than the free ones (limiters.ts refusalFor);
- * - the app's preamble runs as on the usual way (request id, access log,
- *   request log, HSTS), compression's `Vary` is set as it would (a 429 body is
- *   below its threshold), then the guard's own answer (guard.ts knownRefusal).
+ * - the request id, HSTS and compression's `Vary` (a 429 body is below its
+ *   threshold) as the preamble sets them, the limiter's rate-limit headers
+ *   (built once per refusal and second) and the contract's error body, written
+ *   at once (one `writeHead` and `end`: no header object, no `res.send`);
+ * - then, without waiting for `finish`, the access-log line, the request-log
+ *   entry and the guard's accounting, each by the function the usual way's
+ *   `finish` listener calls. What a flood of 429s costs the server is then
+ *   mostly node:http's own work (docs/PERFORMANCE.md, the flood).
  *
  * Anything else, and any key not refused, goes on unchanged.
  */
 import type { Request, RequestHandler, Response } from 'express';
+import type { KnownRefusalAnswer } from '../ratelimit/limiters';
 import { dirtyKeyHeader } from '../web/input-hygiene';
-import { acceptable } from './negotiation';
+import type { AnswerLogger } from './access-log';
+import { acceptable, HSTS } from './negotiation';
+import { requestIdOf } from './request-id';
 
-export type KnownRefusal = (req: Request) => ((res: Response) => void) | undefined;
+export type KnownRefusal = (req: Request) => KnownRefusalAnswer | undefined;
 
-export function refusedKeyShortcut(preamble: readonly RequestHandler[], knownRefusal: KnownRefusal): RequestHandler {
+export interface RefusedShortcutParts {
+  knownRefusal: KnownRefusal;
+  /** The access log's line and metrics (access-log.ts answerLogger). */
+  logAnswer: AnswerLogger;
+  /** The request log's entry (usage/request-log.ts RequestLog.record), when the log is kept. */
+  recordAnswer?: (req: Request, res: Response, durationMs: number) => void;
+}
+
+const MESSAGE = 'Rate limit exceeded';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function refusedKeyShortcut(parts: RefusedShortcutParts): RequestHandler {
+  const { knownRefusal, logAnswer, recordAnswer } = parts;
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    const started = process.hrtime.bigint();
     if (!acceptable(req) || dirtyKeyHeader(req) !== undefined) return next();
-    const answer = knownRefusal(req);
-    if (!answer) return next();
-    for (const handler of preamble) {
-      let passed = false;
-      void handler(req, res, () => (passed = true));
-      if (!passed) throw new Error('refused-key shortcut: a preamble handler did not pass the request on');
-    }
-    res.vary('Accept-Encoding'); // compression's, for a JSON answer below its threshold
-    answer(res);
+    const refused = knownRefusal(req);
+    if (!refused) return next();
+    const id = requestIdOf(req);
+    res.locals.requestId = id;
+    res.locals.errorMessage = MESSAGE; // the access log's reason, as sendError records it
+    const answer = refused.answer(res);
+    const body = JSON.stringify({ error: MESSAGE, limit: answer.limit, period: answer.bucket, request_id: id });
+    const head = req.secure
+      ? ['X-Request-Id', id, 'Strict-Transport-Security', HSTS, 'Vary', 'Accept-Encoding', ...answer.headers]
+      : ['X-Request-Id', id, 'Vary', 'Accept-Encoding', ...answer.headers];
+    head.push('Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
+    res.writeHead(429, head);
+    res.end(body); // none for a HEAD: node:http sends the head alone
+    logAnswer(req, res, started);
+    recordAnswer?.(req, res, Number(process.hrtime.bigint() - started) / 1e6);
+    refused.account(res);
   };
 }

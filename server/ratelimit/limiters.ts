@@ -43,10 +43,11 @@ import {
   type Windows,
 } from './buckets';
 import { AlignedStore } from './store';
-import { windowHeaders } from './window-headers';
+import { rateLimitHeaders, type Triple } from './window-headers';
 import { BUCKETS, NOMINAL_WINDOW_MS, windowStart, type Bucket } from './windows';
 
 export type { PlanLimits } from './buckets';
+export type { Triple } from './window-headers';
 
 /** GraphQL's usage name: its own guard order (points weighed between authentication and limits). */
 const GRAPHQL_ENDPOINT = GRAPHQL_ROUTE.slice(1);
@@ -67,6 +68,29 @@ interface Refusal {
   start: Record<Bucket, number>;
   used: Record<Bucket, number>;
   shared: boolean;
+  /** Its 429's headers in the current second (PartnerRateLimits.refusalAnswer). */
+  answer?: RefusalAnswer & { second: number };
+}
+
+/**
+ * What the guard gives the refused-key shortcut (http/refused-shortcut.ts) for a request of a key this
+ * process refuses (guard.ts knownRefusal).
+ */
+export interface KnownRefusalAnswer {
+  /** Puts the guard's identity and context on the response (as authentication does) and gives the 429. */
+  answer(res: Response): RefusalAnswer;
+  /** The guard's accounting of the answer (usage, history), once it is written. */
+  account(res: Response): void;
+}
+
+/** A refused request's 429, for the refused-key shortcut to write (PartnerRateLimits.refusalAnswer). */
+export interface RefusalAnswer {
+  /** The rate-limit headers and Retry-After, name and value in turn. */
+  readonly headers: readonly string[];
+  readonly general: Triple;
+  /** The error body's fields: the refusing bucket and its limit. */
+  readonly bucket: Bucket;
+  readonly limit: number;
 }
 
 /** More refused keys than this at once: forgotten (they are asked of Redis again). */
@@ -125,12 +149,6 @@ function libraryLogger(logger: Logger) {
     warn: (err: unknown, message?: string) => logger.warn({ err }, message ?? 'express-rate-limit'),
     error: (err: unknown, message?: string) => logger.error({ err }, message ?? 'express-rate-limit'),
   };
-}
-
-export interface Triple {
-  limit: number;
-  remaining: number;
-  reset: number;
 }
 
 /** The bucket whose count the library sees: the refusing one, else the limited one with the fewest left. */
@@ -409,14 +427,6 @@ export class PartnerRateLimits {
     return ctx;
   }
 
-  /** Answers the 429 of a context refusalFor gave (the guard has put it on res.locals.rateLimit). */
-  answerRefusal(res: Response): void {
-    const ctx = rateLimitContext(res);
-    ctx.refund = this.refundAnswer; // a refused request has nothing to give back (a no-op)
-    rateLimitLocalRefusals.inc({ bucket: ctx.outcome!.rejectedBy! });
-    this.reject(res);
-  }
-
   /** The 429 of a refused request: the rate-limit headers, Retry-After, the contract's error body. */
   private reject(res: Response): void {
     const ctx = rateLimitContext(res);
@@ -468,55 +478,41 @@ export class PartnerRateLimits {
   }
 
   /**
-   * X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome.
-   * What a window fixes (limits, resets, the RateLimit-Policy value) is built once per key and
-   * window (windowHeaders); per answer only the remaining counts and seconds to the ends.
+   * X-RateLimit-* for every bucket and the draft-8 items for limited buckets, from the outcome
+   * (rateLimitHeaders).
    */
   private writeHeaders(res: Response): void {
     if (res.headersSent) return;
     const ctx = rateLimitContext(res);
-    const o = ctx.outcome!;
-    const w = ctx.windows!;
-    const fixed = windowHeaders(ctx.keyId, ctx.limits, w);
-    const remaining = { minute: '-1', day: '-1', month: '-1' } as Record<Bucket, string>;
-    let general: Bucket = 'minute';
-    let fewest = Infinity;
-    for (const bucket of fixed.limited) {
-      const left = Math.max(0, ctx.limits[bucket]! - o.used[bucket]);
-      remaining[bucket] = String(left);
-      if (left < fewest) {
-        fewest = left;
-        general = bucket;
-      }
+    const { pairs, general } = rateLimitHeaders(ctx.keyId, ctx.limits, ctx.windows!, ctx.outcome!.used, Date.now());
+    for (let i = 0; i < pairs.length; i += 2) res.setHeader(pairs[i]!, pairs[i + 1]!);
+    ctx.general = general;
+  }
+
+  /**
+   * The 429 of a context refusalFor gave, for the shortcut to write itself: its rate-limit headers
+   * and Retry-After (name and value in turn, as reject() sets them) and the error body's fields.
+   * Counted as reject() counts. Within one second a refusal's headers do not change (the window
+   * ends are whole seconds, so the seconds left to each are the same all through it, and the counts
+   * are the refusal's), so they are built once per refusal and second.
+   */
+  refusalAnswer(ctx: RateLimitContext): RefusalAnswer {
+    const bucket = ctx.outcome!.rejectedBy!;
+    rateLimitLocalRefusals.inc({ bucket });
+    rateLimitRejections.inc({ bucket });
+    ctx.refund = this.refundAnswer; // a refused request has nothing to give back (a no-op)
+    const refusal = this.store.refusals.get(ctx.keyId)!;
+    const now = Date.now();
+    const second = Math.floor(now / 1000);
+    let answer = refusal.answer;
+    if (answer === undefined || answer.second !== second) {
+      const { pairs, general } = rateLimitHeaders(ctx.keyId, ctx.limits, ctx.windows!, ctx.outcome!.used, now);
+      pairs.push('Retry-After', String(secondsUntil(ctx.windows!.end[bucket])));
+      answer = { second, headers: pairs, general, limit: ctx.limits[bucket]!, bucket };
+      refusal.answer = answer;
     }
-    res.setHeader('X-RateLimit-Limit', fixed.limit[general]);
-    res.setHeader('X-RateLimit-Remaining', remaining[general]);
-    res.setHeader('X-RateLimit-Reset', fixed.reset[general]);
-    res.setHeader('X-RateLimit-Limit-Minute', fixed.limit.minute);
-    res.setHeader('X-RateLimit-Remaining-Minute', remaining.minute);
-    res.setHeader('X-RateLimit-Reset-Minute', fixed.reset.minute);
-    res.setHeader('X-RateLimit-Limit-Day', fixed.limit.day);
-    res.setHeader('X-RateLimit-Remaining-Day', remaining.day);
-    res.setHeader('X-RateLimit-Reset-Day', fixed.reset.day);
-    res.setHeader('X-RateLimit-Limit-Month', fixed.limit.month);
-    res.setHeader('X-RateLimit-Remaining-Month', remaining.month);
-    res.setHeader('X-RateLimit-Reset-Month', fixed.reset.month);
-    ctx.general = {
-      limit: Number(fixed.limit[general]),
-      remaining: Number(remaining[general]),
-      reset: Number(fixed.reset[general]),
-    };
-    // IETF draft-8, as express-rate-limit writes it (one item per limited bucket).
-    if (fixed.policy) {
-      const now = Date.now();
-      let rl = '';
-      for (const bucket of fixed.limited) {
-        const t = Math.max(0, Math.ceil((w.end[bucket] - now) / 1000));
-        rl += `${rl ? ', ' : ''}"${bucket}"; r=${remaining[bucket]}; t=${t}`;
-      }
-      res.setHeader('RateLimit', rl);
-      res.setHeader('RateLimit-Policy', fixed.policy);
-    }
+    ctx.general = answer.general;
+    return answer;
   }
 
   async close(): Promise<void> {

@@ -170,18 +170,22 @@ export class RequestLog {
     return (req, res, next) => {
       if (this.mode === 'off') return next();
       const started = process.hrtime.bigint();
-      res.once('finish', () => {
-        try {
-          this.onFinish(req, res, Number(process.hrtime.bigint() - started) / 1e6);
-        } catch (err) {
-          this.o.logger.warn({ err: { message: (err as Error).message } }, 'request log: entry not recorded');
-        }
-      });
+      res.once('finish', () => this.record(req, res, Number(process.hrtime.bigint() - started) / 1e6));
       next();
     };
   }
 
-  private onFinish(req: Request, res: Response, durationMs: number): void {
+  /** Records an answer (the middleware's, on `finish`; the refused-key shortcut's, once written). */
+  record(req: Request, res: Response, durationMs: number): void {
+    if (this.mode === 'off') return;
+    try {
+      this.entryOf(req, res, durationMs);
+    } catch (err) {
+      this.o.logger.warn({ err: { message: (err as Error).message } }, 'request log: entry not recorded');
+    }
+  }
+
+  private entryOf(req: Request, res: Response, durationMs: number): void {
     const status = res.statusCode;
     const partner = res.locals.partner as PartnerIdentity | undefined;
     if (!partner) {

@@ -60,7 +60,7 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
   const usual = { log: capturingLogger(), requestLog: undefined as unknown as RequestLog, server: {} as Listening };
   let counting: Listening; // neither: where the key is counted and first refused (by Redis)
   let key: IssuedKey;
-  const answers = jest.spyOn(PartnerRateLimits.prototype, 'answerRefusal');
+  const answers = jest.spyOn(PartnerRateLimits.prototype, 'refusalAnswer');
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -79,7 +79,7 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
     });
     const appOf = (logger: pino.Logger, requestLog: RequestLog | undefined, withShortcut: boolean) =>
       createPartnerApp({
-        config: { env: 'test' },
+        config: { env: 'test', trustProxy: 'loopback' }, // X-Forwarded-Proto: https below gets HSTS
         logger,
         pool,
         guard: guard.handlers,
@@ -129,6 +129,7 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
       [`${P}/bars/12?fields=name&x=%00`, { Accept: 'application/json' }], // refused before urlHygiene, as by the guard
       [`${P}/BARS_BY_CITY/NY/New%20York%20City/`, { 'X-Request-Id': 'client-chosen.1', 'Accept-Encoding': 'gzip, br' }],
       [`${P}/export/bars`, { Accept: 'application/x-ndjson' }],
+      [`${P}/test_endpoint`, { 'X-Forwarded-Proto': 'https' }], // over HTTPS (a trusted proxy): HSTS
     ];
     const scriptCallsBefore = await scriptCalls(redis);
     for (const [path, headers] of requests) {
@@ -144,6 +145,7 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
       expect(bodyOf(a.body)).toEqual(bodyOf(b.body));
       expect(JSON.parse(a.body).request_id).toBe(a.headers['x-request-id']);
       if (headers['X-Request-Id']) expect(a.headers['x-request-id']).toBe(headers['X-Request-Id']);
+      expect('strict-transport-security' in a.headers).toBe(headers['X-Forwarded-Proto'] === 'https');
     }
     expect(await scriptCalls(redis)).toBe(scriptCallsBefore); // neither way asked Redis to count
     // one usage count per 429, either way
@@ -185,6 +187,7 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
       expect([method, path, a.status]).toEqual([method, path, status]);
       expect([method, path, b.status]).toEqual([method, path, status]);
       if (status !== 200) expect(bodyOf(a.body)).toEqual(bodyOf(b.body));
+      if (status !== 200) expect([method, path, comparable(a.headers)]).toEqual([method, path, comparable(b.headers)]);
     }
     expect(answers).toHaveBeenCalledTimes(2); // the HEAD and the X-API-Key case only
     // a POST is a 405 before the guard
@@ -210,13 +213,13 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
     for (let i = 0; i < 3; i++)
       expect((await shortcut.server.get(`${P}/test_endpoint`, bearer(key.apiKey))).status).toBe(429);
     expect(answers.mock.calls.length).toBeGreaterThanOrEqual(2);
-    const [first, second] = answers.mock.calls.slice(-2).map(([res]) => res);
-    const refund = first!.locals.rateLimit.refund as (res: unknown) => Promise<void>;
+    const [first, second] = answers.mock.calls.slice(-2).map(([ctx]) => ctx);
+    const refund = first!.refund as (res: unknown) => Promise<void>;
     expect(typeof refund).toBe('function');
-    expect(second!.locals.rateLimit.refund).toBe(refund);
+    expect(second!.refund).toBe(refund);
     const before = await scriptCalls(redis);
-    await refund(first);
-    expect(first!.locals.rateLimit.refunded).toBeUndefined(); // refused: nothing was counted
+    await refund({ locals: { rateLimit: first } });
+    expect(first!.refunded).toBeUndefined(); // refused: nothing was counted
     expect(await scriptCalls(redis)).toBe(before);
     expect((await shortcut.server.get(`${P}/test_endpoint`, bearer(key.apiKey))).status).toBe(429);
   });

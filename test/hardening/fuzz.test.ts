@@ -13,6 +13,7 @@ import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fixtures } from '../support/fixtures';
 import { createPartnerApp } from '../../server/http/app';
+import { PartnerRateLimits } from '../../server/ratelimit/limiters';
 import { RequestLog } from '../../server/usage/request-log';
 import { createPlan, issueKey, silentLogger, startPartner, type PartnerInstance } from '../support/partner';
 
@@ -305,6 +306,79 @@ describe('fuzz: hostile requests', () => {
       [goodKey.slice(4, 24)],
     );
     expect(rows[0]!.n).toBe(0);
+  }, 120_000);
+});
+
+describe('fuzz: hostile requests with a key this process refuses (the refused-key shortcut)', () => {
+  let db: TestDatabase;
+  let partner: PartnerInstance;
+  let server: PartnerServer;
+  let port: number;
+  let refusedKey: string;
+  let log: RequestLog;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const f = fixtures(db.owner);
+    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+    await f.bar(city, { name: 'The Tap' });
+    // one request a minute, a day and a month: once refused, refused for the rest of the month
+    refusedKey = (await issueKey(db.owner, { plan: await createPlan(db.owner, 1, 1, 1) })).apiKey;
+    partner = await startPartner(db);
+    log = new RequestLog({ pool: partner.pool, logger: silentLogger, mode: 'all', maxBuffer: 100_000 });
+    const app = createPartnerApp({
+      config: { env: 'test', trustProxy: 'loopback' }, // X-Forwarded-Proto reaches req.secure (HSTS)
+      logger: silentLogger,
+      pool: partner.pool,
+      guard: partner.guard.handlers,
+      knownRefusal: partner.guard.knownRefusal,
+      requestLog: log,
+    });
+    server = createPartnerServer({ tls: undefined }, app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await log.close();
+    await partner.close();
+    await db.drop();
+  });
+
+  test(`${COUNT} generated requests (seed ${SEED}): no 5xx, JSON, X-Request-Id; the shortcut answers`, async () => {
+    const get = (key: string) =>
+      `GET ${P}/bars/1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-API-Key: ${key}\r\n\r\n`;
+    expect(await send(port, get(refusedKey))).toMatch(/^HTTP\/1\.1 [24]0[04] /); // the one request allowed
+    expect(await send(port, get(refusedKey))).toMatch(/^HTTP\/1\.1 429 /); // refused from here on
+    const answers = jest.spyOn(PartnerRateLimits.prototype, 'refusalAnswer'); // the shortcut's 429s only
+    const r = rng(SEED + 1);
+    const cases = Array.from({ length: COUNT }, () => {
+      const c = generate(r, refusedKey);
+      if (r.next() < 0.1) c.bytes = c.bytes.replace('\r\n', '\r\nX-Forwarded-Proto: https\r\n');
+      return c;
+    });
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    let next = 0;
+    const worker = async () => {
+      while (next < cases.length) {
+        const { method, bytes } = cases[next++]!;
+        const answer = await send(port, bytes);
+        const problem = judge(method, answer, statuses);
+        if (problem && failures.length < 20)
+          failures.push(`${problem}\n  request: ${JSON.stringify(bytes.slice(0, 300))}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 12 }, worker));
+    const shortcutAnswers = answers.mock.calls.length;
+    answers.mockRestore();
+    expect(failures).toEqual([]);
+    expect(statuses.get(429) ?? 0).toBeGreaterThan(COUNT / 10); // the refused key's answers
+    expect(statuses.get(400) ?? 0).toBeGreaterThan(COUNT / 10);
+    expect(shortcutAnswers).toBeGreaterThan(COUNT / 20); // many of them given by the shortcut
+    await log.close();
+    expect(log.dropped).toBe(0);
   }, 120_000);
 });
 
