@@ -238,147 +238,131 @@ function send(port: number, bytes: string): Promise<string> {
   });
 }
 
-describe('fuzz: hostile requests', () => {
-  let db: TestDatabase;
-  let partner: PartnerInstance;
-  let server: PartnerServer;
-  let port: number;
-  let goodKey: string;
-  let log: RequestLog;
+/** The real listener over one guard and database, a bar to find, and a key on `plan` (createPlan's limits). */
+interface FuzzTarget {
+  db: TestDatabase;
+  partner: PartnerInstance;
+  server: PartnerServer;
+  port: number;
+  key: string;
+  log: RequestLog;
+}
 
+async function startFuzzTarget(
+  limits: [perMinute: number | null, perDay?: number | null, perMonth?: number | null],
+  withShortcut: boolean,
+): Promise<FuzzTarget> {
+  const db = await createTestDatabase();
+  const f = fixtures(db.owner);
+  const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
+  await f.bar(city, { name: 'The Tap' });
+  const key = (await issueKey(db.owner, { plan: await createPlan(db.owner, ...limits) })).apiKey;
+  const partner = await startPartner(db);
+  // every answer goes through the request log too (REQUEST_LOG=all): hostile paths and queries are stored redacted
+  const log = new RequestLog({ pool: partner.pool, logger: silentLogger, mode: 'all', maxBuffer: 100_000 });
+  const app = createPartnerApp({
+    // a trusted proxy: X-Forwarded-Proto reaches req.secure (HSTS)
+    config: withShortcut ? { env: 'test', trustProxy: 'loopback' } : { env: 'test' },
+    logger: silentLogger,
+    pool: partner.pool,
+    guard: partner.guard.handlers,
+    knownRefusal: withShortcut ? partner.guard.knownRefusal : undefined,
+    requestLog: log,
+  });
+  const server = createPartnerServer({ tls: undefined }, app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return { db, partner, server, port, key, log };
+}
+
+async function stopFuzzTarget(t: FuzzTarget | undefined): Promise<void> {
+  if (!t) return;
+  t.server.closeAllConnections();
+  await new Promise((r) => t.server.close(r));
+  await t.log.close();
+  await t.partner.close();
+  await t.db.drop();
+}
+
+/** Sends the cases on 12 connections at a time; the answers judged (at most 20 failures listed) and counted by status. */
+async function sendAll(port: number, cases: { method: string; bytes: string }[]) {
+  const failures: string[] = [];
+  const statuses = new Map<number, number>();
+  let next = 0;
+  const worker = async () => {
+    while (next < cases.length) {
+      const { method, bytes } = cases[next++]!;
+      const answer = await send(port, bytes);
+      const problem = judge(method, answer, statuses);
+      if (problem && failures.length < 20)
+        failures.push(`${problem}\n  request: ${JSON.stringify(bytes.slice(0, 300))}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 12 }, worker));
+  return { failures, statuses };
+}
+
+describe('fuzz: hostile requests', () => {
+  let t: FuzzTarget;
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const f = fixtures(db.owner);
-    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
-    await f.bar(city, { name: 'The Tap' });
-    goodKey = (await issueKey(db.owner, { plan: await createPlan(db.owner, null) })).apiKey;
-    partner = await startPartner(db);
-    // every answer goes through the request log too (REQUEST_LOG=all): hostile paths and queries are stored redacted
-    log = new RequestLog({ pool: partner.pool, logger: silentLogger, mode: 'all', maxBuffer: 100_000 });
-    const app = createPartnerApp({
-      config: { env: 'test' },
-      logger: silentLogger,
-      pool: partner.pool,
-      guard: partner.guard.handlers,
-      requestLog: log,
-    });
-    server = createPartnerServer({ tls: undefined }, app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    port = (server.address() as AddressInfo).port;
+    t = await startFuzzTarget([null], false);
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-    await log.close();
-    await partner.close();
-    await db.drop();
-  });
+  afterAll(() => stopFuzzTarget(t));
 
   test(`${COUNT} generated requests (seed ${SEED}): no 5xx, JSON, X-Request-Id`, async () => {
     const r = rng(SEED);
-    const cases = Array.from({ length: COUNT }, () => generate(r, goodKey));
-    const failures: string[] = [];
-    const statuses = new Map<number, number>();
-    let next = 0;
-    const worker = async () => {
-      while (next < cases.length) {
-        const { method, bytes } = cases[next++]!;
-        const answer = await send(port, bytes);
-        const problem = judge(method, answer, statuses);
-        if (problem && failures.length < 20)
-          failures.push(`${problem}\n  request: ${JSON.stringify(bytes.slice(0, 300))}`);
-      }
-    };
-    await Promise.all(Array.from({ length: 12 }, worker));
+    const { failures, statuses } = await sendAll(
+      t.port,
+      Array.from({ length: COUNT }, () => generate(r, t.key)),
+    );
     // Fails with the offending requests listed (reproduce with FUZZ_SEED).
     expect(failures).toEqual([]);
     expect(statuses.get(200) ?? 0).toBeGreaterThan(0); // the generator also reaches real answers
     expect(statuses.get(400) ?? 0).toBeGreaterThan(COUNT / 10);
     // the request log stored the answers (none refused, none dropped) and no key-shaped value
-    await log.close();
-    expect(log.dropped).toBe(0);
+    await t.log.close();
+    expect(t.log.dropped).toBe(0);
     // (the log keeps at most 1,000 entries a key and minute: a long run is capped, by design)
-    expect(log.written).toBeGreaterThan(Math.min(COUNT / 10, 500));
-    const { rows } = await db.owner.query<{ n: number }>(
+    expect(t.log.written).toBeGreaterThan(Math.min(COUNT / 10, 500));
+    const { rows } = await t.db.owner.query<{ n: number }>(
       `select count(*)::int as n from admin.request_log
         where path ~* '(pbk_|pbk%5f)[A-Za-z0-9]' or path ~ '[A-Za-z0-9_-]{40}' or error ~* 'pbk_[A-Za-z0-9]'
            or path like '%' || $1 || '%'`,
-      [goodKey.slice(4, 24)],
+      [t.key.slice(4, 24)],
     );
     expect(rows[0]!.n).toBe(0);
   }, 120_000);
 });
 
 describe('fuzz: hostile requests with a key this process refuses (the refused-key shortcut)', () => {
-  let db: TestDatabase;
-  let partner: PartnerInstance;
-  let server: PartnerServer;
-  let port: number;
-  let refusedKey: string;
-  let log: RequestLog;
-
+  let t: FuzzTarget;
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const f = fixtures(db.owner);
-    const city = await f.city({ name: 'Austin', state: 'TX', time_zone: 'America/Chicago' });
-    await f.bar(city, { name: 'The Tap' });
     // one request a minute, a day and a month: once refused, refused for the rest of the month
-    refusedKey = (await issueKey(db.owner, { plan: await createPlan(db.owner, 1, 1, 1) })).apiKey;
-    partner = await startPartner(db);
-    log = new RequestLog({ pool: partner.pool, logger: silentLogger, mode: 'all', maxBuffer: 100_000 });
-    const app = createPartnerApp({
-      config: { env: 'test', trustProxy: 'loopback' }, // X-Forwarded-Proto reaches req.secure (HSTS)
-      logger: silentLogger,
-      pool: partner.pool,
-      guard: partner.guard.handlers,
-      knownRefusal: partner.guard.knownRefusal,
-      requestLog: log,
-    });
-    server = createPartnerServer({ tls: undefined }, app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    port = (server.address() as AddressInfo).port;
+    t = await startFuzzTarget([1, 1, 1], true);
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-    await log.close();
-    await partner.close();
-    await db.drop();
-  });
+  afterAll(() => stopFuzzTarget(t));
 
   test(`${COUNT} generated requests (seed ${SEED}): no 5xx, JSON, X-Request-Id; the shortcut answers`, async () => {
     const get = (key: string) =>
       `GET ${P}/bars/1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-API-Key: ${key}\r\n\r\n`;
-    expect(await send(port, get(refusedKey))).toMatch(/^HTTP\/1\.1 [24]0[04] /); // the one request allowed
-    expect(await send(port, get(refusedKey))).toMatch(/^HTTP\/1\.1 429 /); // refused from here on
+    expect(await send(t.port, get(t.key))).toMatch(/^HTTP\/1\.1 [24]0[04] /); // the one request allowed
+    expect(await send(t.port, get(t.key))).toMatch(/^HTTP\/1\.1 429 /); // refused from here on
     const answers = jest.spyOn(PartnerRateLimits.prototype, 'refusalAnswer'); // the shortcut's 429s only
     const r = rng(SEED + 1);
     const cases = Array.from({ length: COUNT }, () => {
-      const c = generate(r, refusedKey);
+      const c = generate(r, t.key);
       if (r.next() < 0.1) c.bytes = c.bytes.replace('\r\n', '\r\nX-Forwarded-Proto: https\r\n');
       return c;
     });
-    const failures: string[] = [];
-    const statuses = new Map<number, number>();
-    let next = 0;
-    const worker = async () => {
-      while (next < cases.length) {
-        const { method, bytes } = cases[next++]!;
-        const answer = await send(port, bytes);
-        const problem = judge(method, answer, statuses);
-        if (problem && failures.length < 20)
-          failures.push(`${problem}\n  request: ${JSON.stringify(bytes.slice(0, 300))}`);
-      }
-    };
-    await Promise.all(Array.from({ length: 12 }, worker));
+    const { failures, statuses } = await sendAll(t.port, cases);
     const shortcutAnswers = answers.mock.calls.length;
     answers.mockRestore();
     expect(failures).toEqual([]);
     expect(statuses.get(429) ?? 0).toBeGreaterThan(COUNT / 10); // the refused key's answers
     expect(statuses.get(400) ?? 0).toBeGreaterThan(COUNT / 10);
     expect(shortcutAnswers).toBeGreaterThan(COUNT / 20); // many of them given by the shortcut
-    await log.close();
-    expect(log.dropped).toBe(0);
+    await t.log.close();
+    expect(t.log.dropped).toBe(0);
   }, 120_000);
 });
 
