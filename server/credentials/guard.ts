@@ -238,10 +238,11 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     if (presented.kind !== 'key') return undefined;
     const hash = hashApiKey(presented.key);
     const identity = cache.peek(hash)?.identity;
-    hashedByShortcut.set(req, hash); // a key not refused goes on to authenticate(): hashed once
-    if (!identity || refusal(identity, Date.now())) return undefined; // unknown, or a 403
-    const ctx = limits.refusalFor(req, identity.keyId, identity.limits);
-    if (!ctx) return undefined;
+    const ctx = identity && !refusal(identity, Date.now()) && limits.refusalFor(req, identity.keyId, identity.limits);
+    if (!ctx) {
+      hashedByShortcut.set(req, hash); // unknown, a 403 or not refused: authenticate() takes this hash
+      return undefined;
+    }
     return {
       answer(res) {
         identify(res, identity, ctx); // as authenticate() does, then the limiter's 429

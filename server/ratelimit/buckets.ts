@@ -96,14 +96,26 @@ export interface Windows {
   day: string;
 }
 
+/** The windows of the current minute: every request of a minute has the same (they are read, never changed). */
+let minuteWindows: Windows | undefined;
+
+/** The windows `now` falls in (the minute's start fixes the day's and the month's): built once per minute. */
 export function windowsAt(now: number): Windows {
+  const w = minuteWindows;
+  if (w !== undefined && now >= w.start.minute && now < w.end.minute) return w;
   const start = {} as Record<Bucket, number>;
   const end = {} as Record<Bucket, number>;
   for (const b of BUCKETS) {
     start[b] = windowStart(b, now);
     end[b] = windowEnd(b, start[b]);
   }
-  return { start, end, day: new Date(now).toISOString().slice(0, 10) };
+  const built = Object.freeze({
+    start: Object.freeze(start),
+    end: Object.freeze(end),
+    day: new Date(now).toISOString().slice(0, 10),
+  });
+  if (w === undefined || now >= w.end.minute) minuteWindows = built; // a request from the past is not kept
+  return built;
 }
 
 export interface Outcome {
