@@ -68,9 +68,10 @@ export const requireJsonAcceptable: RequestHandler = (req, res, next) => {
   sendError(res, 406, 'Not acceptable: this API serves application/json only');
 };
 
-/** HSTS on responses that reached us over HTTPS (directly, or via a trusted proxy's X-Forwarded-Proto). */
+/** The Strict-Transport-Security value (a year, subdomains included). */
 export const HSTS = 'max-age=31536000; includeSubDomains';
 
+/** HSTS on responses that reached us over HTTPS (directly, or via a trusted proxy's X-Forwarded-Proto). */
 export const strictTransportSecurity: RequestHandler = (req, res, next) => {
   if (req.secure) res.setHeader('Strict-Transport-Security', HSTS);
   next();

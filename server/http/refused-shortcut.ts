@@ -48,10 +48,10 @@ export function refusedKeyShortcut(parts: RefusedShortcutParts): RequestHandler 
   const { knownRefusal, logAnswer, recordAnswer } = parts;
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    const started = process.hrtime.bigint();
     if (!acceptable(req) || dirtyKeyHeader(req) !== undefined) return next();
     const refused = knownRefusal(req);
     if (!refused) return next();
+    const started = process.hrtime.bigint(); // as the access log's middleware would take it, after this decision
     const id = requestIdOf(req);
     res.locals.requestId = id;
     res.locals.errorMessage = MESSAGE; // the access log's reason, as sendError records it
