@@ -15,6 +15,7 @@ import {
   CompressedCache,
   compressedCacheBytesFromEnv,
   DEFAULT_COMPRESSED_CACHE_MB,
+  INLINE_COMPRESSION_MAX_BYTES,
   setCompressedCache,
 } from '../../server/http/compressed-cache';
 import { compressedCacheEvictions, compressedCacheLookups } from '../../server/metrics';
@@ -62,6 +63,59 @@ describe('the br window fitted to the body', () => {
       expect(br.length).toBeLessThanOrEqual(wide.length + 1);
     },
   );
+});
+
+describe('small bodies compressed in line, large ones on the pool', () => {
+  const { promisify } = jest.requireActual<typeof import('node:util')>('node:util');
+  const onPool = {
+    br: (b: string) =>
+      promisify(zlib.brotliCompress)(b, {
+        params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 4,
+          [zlib.constants.BROTLI_PARAM_LGWIN]: brotliWindowBits(Buffer.byteLength(b)),
+        },
+      }),
+    gzip: (b: string) => promisify(zlib.gzip)(b),
+    deflate: (b: string) => promisify(zlib.deflate)(b),
+  };
+  const sync = { br: 'brotliCompressSync', gzip: 'gzipSync', deflate: 'deflateSync' } as const;
+  const bodyOf = (bytes: number) => 'bar,'.repeat(bytes).slice(0, bytes);
+  afterEach(() => jest.restoreAllMocks());
+
+  test.each([
+    ['br', INLINE_COMPRESSION_MAX_BYTES, true],
+    ['br', INLINE_COMPRESSION_MAX_BYTES + 1, false],
+    ['gzip', INLINE_COMPRESSION_MAX_BYTES, true],
+    ['gzip', INLINE_COMPRESSION_MAX_BYTES + 1, false],
+    ['deflate', 2_000, true],
+    ['deflate', 200_000, false],
+  ] as const)('%s of %d bytes: in line %s, the same bytes either way', async (coding, bytes, inLine) => {
+    const body = bodyOf(bytes);
+    const spy = jest.spyOn(zlib, sync[coding]);
+    const got = await compress(body, coding);
+    expect(spy).toHaveBeenCalledTimes(inLine ? 1 : 0);
+    spy.mockRestore();
+    expect(got.equals(await onPool[coding](body))).toBe(true);
+    expect(decode(coding, got)).toBe(body);
+  });
+
+  test('a multi-byte body is measured in bytes, not characters', async () => {
+    const body = 'é'.repeat(INLINE_COMPRESSION_MAX_BYTES / 2 + 1); // more bytes than the bound, fewer characters
+    const spy = jest.spyOn(zlib, 'brotliCompressSync');
+    expect(decode('br', await compress(body, 'br'))).toBe(body);
+    expect(spy).not.toHaveBeenCalled();
+  });
+
+  test('an in-line compression that throws rejects, as the pool would', async () => {
+    jest.spyOn(zlib, 'gzipSync').mockImplementation(() => {
+      throw new RangeError('Cannot create a Buffer larger than the maximum');
+    });
+    const cache = new CompressedCache(1024 * 1024);
+    await expect(cache.get('"t1"', 'gzip', bodyOf(5_000))).rejects.toThrow(RangeError);
+    expect(cache.size).toBe(0); // nothing kept
+    jest.restoreAllMocks();
+    expect(decode('gzip', await cache.get('"t1"', 'gzip', bodyOf(5_000)))).toBe(bodyOf(5_000)); // a later request compresses anew
+  });
 });
 
 describe('compressed answers cached', () => {
