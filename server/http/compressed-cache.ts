@@ -46,9 +46,9 @@ export function brotliWindowBits(bytes: number): number {
  * pool. Handing a compression to the pool and back costs more than the compression of a radius page
  * (60 KB, `br` 4: about 0.6 ms): the pool thread's wake-up and its own malloc arena, which pages the
  * encoder's memory in and out. Server CPU per uncached radius answer with `gzip, br`, paced at 250
- * req/s, pool against in line, 4 alternations: 2,487-2,678 against 2,162-2,423 µs (machine AG,
+ * req/s, pool against in line, 4 alternations: median 2,463 against 2,091 µs (machine AG,
  * docs/performance/2026-12-01-v1.3.md). At 64 KB, brotli 4 reads its input as one block; the event
- * loop waits at most that one compression (about 1 ms on the slowest machine measured).
+ * loop waits at most that one compression (0.6-0.8 ms for 60 KB on the slowest machine measured).
  */
 export const INLINE_COMPRESSION_MAX_BYTES = 64 * 1024;
 

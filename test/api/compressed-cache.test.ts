@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { Express } from 'express';
 import request from 'supertest';
@@ -66,7 +67,6 @@ describe('the br window fitted to the body', () => {
 });
 
 describe('small bodies compressed in line, large ones on the pool', () => {
-  const { promisify } = jest.requireActual<typeof import('node:util')>('node:util');
   const onPool = {
     br: (b: string) =>
       promisify(zlib.brotliCompress)(b, {
