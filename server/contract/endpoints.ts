@@ -197,6 +197,12 @@ export interface Endpoint<Path extends string = string, Q extends readonly Param
   errors?: string[];
   /** Media type of the 200 body (default application/json). */
   mediaType?: string;
+  /**
+   * True when this request's answer is seldom asked for again: a page around its own point
+   * (latitude/longitude), so its compressed form is made anew for nearly every request and is made
+   * quickly (http/caching.ts sendCacheable).
+   */
+  seldomRepeats?: (args: Args) => boolean;
 }
 
 /** The SQL argument names an endpoint's declaration feeds: its path parameters and its query parameters' args. */
@@ -272,6 +278,7 @@ export const E = {
       placeCheck(a);
       barFiltersCheck(a);
     },
+    seldomRepeats: (a) => a.latitude !== null,
     body: object({ bars: array(ref('Bar')) }),
   }),
   bar: endpoint({
@@ -429,6 +436,7 @@ export const E = {
       if (((a.page as number) - 1) * (a.per_page as number) >= SEARCH_CAP)
         throw badRequest('search results end at the 1,000th match; narrow q (or use GET bars filters)');
     },
+    seldomRepeats: (a) => a.latitude !== null,
     body: object({
       results: array(ref('SearchResult')),
       pagination: ref('Pagination'),

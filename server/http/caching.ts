@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
 import type { RateLimitContext } from '../ratelimit/limiters';
 import { answerCheckOf } from '../contract/deprecations';
-import { compressedCache, type Coding } from './compressed-cache';
+import { BROTLI_QUALITY, BROTLI_QUALITY_PER_REQUEST, compressedCache, type Coding } from './compressed-cache';
 import { strongEtag, type PublicDocument } from '../web/documents';
 
 compressedCache(); // COMPRESSED_CACHE_MB is checked at start-up, not on a first request
@@ -73,11 +73,14 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * Sends a JSON 200 with ETag and Cache-Control, or a 304 (refunded) when If-None-Match matches.
  * The 200 is written with Node's own calls, not `res.send`: its content-type parsing, its copy of
  * a body over 1,000 characters into a Buffer and its second freshness check are work this answer
- * has already done (the bytes are the same; HEAD gets the headers and no body).
+ * has already done (the bytes are the same; HEAD gets the headers and no body). `seldomRepeats`
+ * (an answer around a point, Endpoint.seldomRepeats): its br form is compressed at
+ * BROTLI_QUALITY_PER_REQUEST.
  */
-export async function sendCacheable(req: Request, res: Response, body: string): Promise<void> {
+export async function sendCacheable(req: Request, res: Response, body: string, seldomRepeats = false): Promise<void> {
   answerCheckOf(res)?.(body); // a deprecation decided by the answer (a parameter's new default)
-  await sendRepresentation(req, res, body, strongEtag(body), JSON_TYPE, PARTNER_CACHE_CONTROL);
+  const brotliQuality = seldomRepeats ? BROTLI_QUALITY_PER_REQUEST : BROTLI_QUALITY;
+  await sendRepresentation(req, res, body, strongEtag(body), JSON_TYPE, PARTNER_CACHE_CONTROL, brotliQuality);
 }
 
 /**
@@ -112,6 +115,7 @@ async function sendRepresentation(
   identityEtag: string,
   type: string,
   cacheControl: string,
+  brotliQuality = BROTLI_QUALITY,
 ): Promise<void> {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   const encoding = responseEncoding(req, length);
@@ -128,7 +132,7 @@ async function sendRepresentation(
   res.setHeader('Content-Type', type);
   const cache = compressedCache();
   if (encoding !== 'identity' && cache.maxBytes > 0) {
-    const encoded = await cache.get(identityEtag, encoding as Coding, body);
+    const encoded = await cache.get(identityEtag, encoding as Coding, body, brotliQuality);
     if (res.destroyed) return; // the client went away meanwhile
     res.vary('Accept-Encoding');
     res.setHeader('Content-Encoding', encoding);

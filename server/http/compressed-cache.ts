@@ -7,9 +7,11 @@
  * - The codings and settings are those `compression` uses (gzip and deflate at
  *   zlib's default level, br at quality 4), so a cached answer is the
  *   representation the middleware would have produced (same decoded bytes,
- *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`). One
- *   difference: br's window is fitted to the body (brotliWindowBits), which
- *   changes the stream header, not the compressed size.
+ *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`). Two
+ *   differences: br's window is fitted to the body (brotliWindowBits), which
+ *   changes the stream header, not the compressed size; and an answer around a
+ *   point, made anew for nearly every request, is compressed with br at quality 3
+ *   (BROTLI_QUALITY_PER_REQUEST), kept apart from the quality-4 forms.
  * - Size: COMPRESSED_CACHE_MB (default 64; 0 disables the cache, the
  *   middleware then compresses as before). Least recently used forms go first.
  * - Concurrent misses of one form compress it once (the pending promise is shared).
@@ -52,30 +54,45 @@ export function brotliWindowBits(bytes: number): number {
  */
 export const INLINE_COMPRESSION_MAX_BYTES = 64 * 1024;
 
-/** As `compression` 1.8 compresses (its brotli default is quality 4; zlib codings at their default level). */
-export function compress(body: string | Buffer, coding: Coding): Promise<Buffer> {
+/** `compression` 1.8's brotli quality: every answer's br form but those made per request. */
+export const BROTLI_QUALITY = 4;
+
+/**
+ * The br quality of an answer that seldom repeats (a page around a point: each new point is a new
+ * body), whose compression is paid on nearly every request rather than once per cached form.
+ * Server CPU per radius answer with `gzip, br` (1M bars, paced at 250 req/s, Node 26), quality 4
+ * against 3, alternating x3: 1,444, 1,415, 1,271 -> 1,360, 1,312, 1,168 us (-7 %), for 4.5 % more
+ * bytes (6,097 against 5,791 for a 59 KB page; machine AH, docs/performance/2026-12-02-v1.3.md).
+ */
+export const BROTLI_QUALITY_PER_REQUEST = 3;
+
+/**
+ * As `compression` 1.8 compresses (zlib codings at their default level; br at `brotliQuality`, its
+ * default being BROTLI_QUALITY).
+ */
+export function compress(body: string | Buffer, coding: Coding, brotliQuality = BROTLI_QUALITY): Promise<Buffer> {
   const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  if (bytes > INLINE_COMPRESSION_MAX_BYTES) return compressOnPool(body, bytes, coding);
+  if (bytes > INLINE_COMPRESSION_MAX_BYTES) return compressOnPool(body, bytes, coding, brotliQuality);
   try {
-    return Promise.resolve(compressInLine(body, bytes, coding));
+    return Promise.resolve(compressInLine(body, bytes, coding, brotliQuality));
   } catch (e) {
     return Promise.reject(e as Error);
   }
 }
 
-function brotliOptions(bytes: number): zlib.BrotliOptions {
+function brotliOptions(bytes: number, quality: number): zlib.BrotliOptions {
   return {
     params: {
-      [zlib.constants.BROTLI_PARAM_QUALITY]: 4,
+      [zlib.constants.BROTLI_PARAM_QUALITY]: quality,
       [zlib.constants.BROTLI_PARAM_LGWIN]: brotliWindowBits(bytes),
     },
   };
 }
 
-function compressInLine(body: string | Buffer, bytes: number, coding: Coding): Buffer {
+function compressInLine(body: string | Buffer, bytes: number, coding: Coding, brotliQuality: number): Buffer {
   switch (coding) {
     case 'br':
-      return zlib.brotliCompressSync(body, brotliOptions(bytes));
+      return zlib.brotliCompressSync(body, brotliOptions(bytes, brotliQuality));
     case 'gzip':
       return zlib.gzipSync(body);
     case 'deflate':
@@ -83,10 +100,10 @@ function compressInLine(body: string | Buffer, bytes: number, coding: Coding): B
   }
 }
 
-function compressOnPool(body: string | Buffer, bytes: number, coding: Coding): Promise<Buffer> {
+function compressOnPool(body: string | Buffer, bytes: number, coding: Coding, brotliQuality: number): Promise<Buffer> {
   switch (coding) {
     case 'br':
-      return brotli(body, brotliOptions(bytes));
+      return brotli(body, brotliOptions(bytes, brotliQuality));
     case 'gzip':
       return gzip(body);
     case 'deflate':
@@ -120,10 +137,13 @@ export class CompressedCache {
     return this.entries.size;
   }
 
-  /** The `coding` form of `body`, whose identity ETag is `etag`: from the cache, else compressed (and kept). */
-  async get(etag: string, coding: Coding, body: string | Buffer): Promise<Buffer> {
-    if (this.maxBytes <= 0) return compress(body, coding);
-    const id = `${coding} ${etag}`;
+  /**
+   * The `coding` form of `body`, whose identity ETag is `etag`: from the cache, else compressed (and
+   * kept). A br form of another quality than BROTLI_QUALITY is another entry.
+   */
+  async get(etag: string, coding: Coding, body: string | Buffer, brotliQuality = BROTLI_QUALITY): Promise<Buffer> {
+    if (this.maxBytes <= 0) return compress(body, coding, brotliQuality);
+    const id = coding === 'br' && brotliQuality !== BROTLI_QUALITY ? `br${brotliQuality} ${etag}` : `${coding} ${etag}`;
     const hit = this.entries.get(id);
     if (hit) {
       // most recently used: to the end of the insertion order
@@ -135,7 +155,7 @@ export class CompressedCache {
     compressedCacheLookups.inc({ encoding: coding, result: 'miss' });
     let compressing = this.pending.get(id);
     if (!compressing) {
-      compressing = compress(body, coding).finally(() => this.pending.delete(id));
+      compressing = compress(body, coding, brotliQuality).finally(() => this.pending.delete(id));
       this.pending.set(id, compressing);
       void compressing.then(
         (buf) => this.keep(id, buf),

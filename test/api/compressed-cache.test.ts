@@ -2,7 +2,8 @@
  * The compressed-answer cache (server/http/compressed-cache.ts): a large answer asked for with
  * gzip / br is compressed once per ETag and coding and then served from the cache, with the same
  * decoded bytes, Content-Encoding, Content-Length, Vary and per-coding strong ETag as before;
- * q-values decide the coding; identity when none is acceptable; 304s; the cache stays within its size.
+ * q-values decide the coding; identity when none is acceptable; 304s; the cache stays within its size;
+ * an answer around a point gets br at quality 3, kept apart from the quality-4 forms.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +12,8 @@ import zlib from 'node:zlib';
 import type { Express } from 'express';
 import request from 'supertest';
 import {
+  BROTLI_QUALITY,
+  BROTLI_QUALITY_PER_REQUEST,
   brotliWindowBits,
   compress,
   CompressedCache,
@@ -64,6 +67,52 @@ describe('the br window fitted to the body', () => {
       expect(br.length).toBeLessThanOrEqual(wide.length + 1);
     },
   );
+});
+
+/** br as zlib gives it at `quality` with the window fitted: what the server must send, computed apart. */
+const brAt = (body: string, quality: number) =>
+  zlib.brotliCompressSync(body, {
+    params: {
+      [zlib.constants.BROTLI_PARAM_QUALITY]: quality,
+      [zlib.constants.BROTLI_PARAM_LGWIN]: brotliWindowBits(Buffer.byteLength(body)),
+    },
+  });
+
+describe('br quality: 4, and 3 for answers made per request', () => {
+  const body = JSON.stringify(Array.from({ length: 3_000 }, (_, i) => ({ id: `b${i}`, name: `Bar ${i % 131}` })));
+
+  test('compress gives each quality as zlib does, both decoding to the body', async () => {
+    expect(BROTLI_QUALITY).toBe(4);
+    expect(BROTLI_QUALITY_PER_REQUEST).toBe(3);
+    const four = await compress(body, 'br');
+    const three = await compress(body, 'br', BROTLI_QUALITY_PER_REQUEST);
+    expect(four.equals(brAt(body, 4))).toBe(true);
+    expect(three.equals(brAt(body, 3))).toBe(true);
+    expect(three.equals(four)).toBe(false);
+    expect(decode('br', three)).toBe(body);
+    // the same setting on libuv's pool, for a body above the in-line bound
+    const large = body.repeat(Math.ceil((INLINE_COMPRESSION_MAX_BYTES * 2) / body.length));
+    expect((await compress(large, 'br', 3)).equals(brAt(large, 3))).toBe(true);
+    // gzip and deflate have one setting
+    expect((await compress(body, 'gzip', 3)).equals(zlib.gzipSync(body))).toBe(true);
+  });
+
+  test('the cache keeps the two br forms of one body apart, each a hit the second time', async () => {
+    const cache = new CompressedCache(8 * 1024 * 1024);
+    const hits = await lookups('br', 'hit');
+    const four = await cache.get('"p"', 'br', body);
+    const three = await cache.get('"p"', 'br', body, 3);
+    expect(cache.size).toBe(2);
+    expect(three.equals(brAt(body, 3))).toBe(true);
+    expect(four.equals(brAt(body, 4))).toBe(true);
+    expect((await cache.get('"p"', 'br', body, 3)).equals(three)).toBe(true);
+    expect((await cache.get('"p"', 'br', body)).equals(four)).toBe(true);
+    expect(await lookups('br', 'hit')).toBe(hits + 2);
+    // the quality names only br forms: a gzip form is one entry whatever is asked
+    await cache.get('"p"', 'gzip', body, 3);
+    await cache.get('"p"', 'gzip', body);
+    expect(cache.size).toBe(3);
+  });
 });
 
 describe('small bodies compressed in line, large ones on the pool', () => {
@@ -217,6 +266,29 @@ describe('compressed answers cached', () => {
     const other = await raw('/bars', 'gzip, br', { 'If-None-Match': etag.replace(/-br"$/, '"') });
     expect(other.status).toBe(200);
     expect(other.headers['content-encoding']).toBe('br');
+  });
+
+  test.each([
+    ['/bars?latitude=30.2&longitude=-97.7', 3],
+    ['/bars?latitude=30.2&longitude=-97.7&radius=5', 3],
+    ['/search?q=Cached&latitude=30.2&longitude=-97.7', 3],
+    ['/bars', 4],
+    ['/bars?limit=30', 4],
+    ['/search?q=Cached', 4],
+  ])('%s: br at quality %d, with its own tag, revalidating', async (url, quality) => {
+    const plain = await raw(url, 'identity');
+    expect(plain.status).toBe(200);
+    const identity = plain.body.toString('utf8');
+    expect(identity.length).toBeGreaterThan(1024);
+    const res = await raw(url, 'gzip, br');
+    expect(res.headers['content-encoding']).toBe('br');
+    expect(res.body.equals(brAt(identity, quality))).toBe(true);
+    expect(res.headers.etag).toBe(plain.headers.etag!.replace(/"$/, '-br"'));
+    const again = await raw(url, 'gzip, br', { 'If-None-Match': res.headers.etag! });
+    expect(again.status).toBe(304);
+    // gzip is the same either way
+    const gz = await raw(url, 'gzip');
+    expect(gz.body.equals(zlib.gzipSync(identity))).toBe(true);
   });
 
   test('bodies under 1 KB and HEAD stay uncompressed and uncached', async () => {

@@ -38,7 +38,7 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
       const { rows } = await deps.pool.query<{ body: string | null }>(text, values);
       const body = rows[0]?.body;
       if (body == null) throw new HttpError(404, e.notFound ?? 'Not found');
-      await sendCacheable(req, res, body);
+      await sendCacheable(req, res, body, e.seldomRepeats?.(args) === true);
     });
   };
 
