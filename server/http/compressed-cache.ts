@@ -60,8 +60,8 @@ export const BROTLI_QUALITY = 4;
 /**
  * The br quality of an answer that seldom repeats (a page around a point: each new point is a new
  * body), whose compression is paid on nearly every request rather than once per cached form.
- * Server CPU per radius answer with `gzip, br` (1M bars, paced at 250 req/s, Node 26), quality 4
- * against 3, alternating x3: 1,444, 1,415, 1,271 -> 1,360, 1,312, 1,168 us (-7 %), for 4.5 % more
+ * Server CPU per radius answer with `gzip, br` (1M bars, paced at 250 req/s, Node 26), the commit
+ * before this choice against it, alternating x4: median 1,428 -> 1,226 us (-14 %), for 4.5 % more
  * bytes (6,097 against 5,791 for a 59 KB page; machine AH, docs/performance/2026-12-02-v1.3.md).
  */
 export const BROTLI_QUALITY_PER_REQUEST = 3;
