@@ -31,6 +31,8 @@ export interface Config {
   /** Client-side query deadline (PG_QUERY_DEADLINE_MS, default PG_STATEMENT_TIMEOUT_MS + 1000): a frozen server → 503. */
   pgQueryDeadlineMs: number;
   pgPoolMax: number;
+  /** The partner calls as named prepared statements (PG_PREPARED_STATEMENTS, default on; db/prepared-statements.ts). */
+  pgPreparedStatements: boolean;
   /** Partner queries running longer are cancelled (503): one pathological request cannot hold a pool connection. */
   pgStatementTimeoutMs: number;
   /** Seed demo data when the database has no bars (default: only for the embedded server). */
@@ -141,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseReadMaxLagMs: ms('DATABASE_READ_MAX_LAG_MS', 5000, 100, 3_600_000, env),
     pgQueryDeadlineMs: int('PG_QUERY_DEADLINE_MS', int('PG_STATEMENT_TIMEOUT_MS', 10000, env) + 1000, env),
     pgPoolMax: int('PG_POOL_MAX', 10, env),
+    pgPreparedStatements: bool('PG_PREPARED_STATEMENTS', true, env),
     pgStatementTimeoutMs: int('PG_STATEMENT_TIMEOUT_MS', 10000, env),
     seedDemo: bool('SEED_DEMO_DATA', databaseUrl === undefined, env),
     demoBars: int('DEMO_BARS', 5000, env),

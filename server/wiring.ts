@@ -16,6 +16,7 @@ import { locateDatabase, type DatabaseLocation } from './db/database';
 import { migrateDatabase } from '../db/tools/migrate';
 import { guardPool } from './db/pg-breaker';
 import { createPool } from './db/pools';
+import { partnerStatements } from './db/prepared-statements';
 import { createReadPool, ReadRoutingPool } from './db/read-pool';
 import { createEmailSender } from './email/sender';
 import { graphqlRoutes } from './graphql/endpoint';
@@ -80,6 +81,7 @@ export async function prepareDatabase(config: Config, logger: Logger): Promise<D
 
 /** The partner pool, guard, app and listener of this process. */
 export async function servePartner(config: Config, dbUrl: string, logger: Logger): Promise<number> {
+  partnerStatements.enabled = config.pgPreparedStatements; // off behind a pooler that cannot keep them
   const pool = createPool(dbUrl, {
     max: config.pgPoolMax,
     role: 'bar_partner',

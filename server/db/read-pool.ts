@@ -79,6 +79,11 @@ const REPLICA_POSITION_SQL = `select pg_is_in_recovery() as standby, pg_last_wal
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 30_000;
 
+/** A plain query config (text, values, name), not a Submittable (which has `submit`). */
+function isQueryConfig(x: unknown): x is pg.QueryConfig {
+  return typeof x === 'object' && x !== null && typeof (x as { text?: unknown }).text === 'string' && !('submit' in x);
+}
+
 /** SQLSTATEs / errors after which the same query is retried elsewhere. */
 export function replicaCannotServe(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
@@ -273,17 +278,20 @@ export class ReadRoutingPool extends pg.Pool {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query(...args: any[]): any {
-    if (typeof args[args.length - 1] === 'function' || typeof args[0] !== 'string') {
-      // callback or config-object forms: not used by the routes; served by the primary
+    if (typeof args[args.length - 1] === 'function' || !(typeof args[0] === 'string' || isQueryConfig(args[0]))) {
+      // the callback form (and a Submittable such as a cursor): not used by the routes; served by the primary
       return (this.primary.query as (...a: unknown[]) => unknown)(...args);
     }
-    return this.routedQuery(args[0] as string, args[1] as unknown[] | undefined);
+    // the text with its values, or a config ({ name, text, values }: the routes' prepared statements)
+    const query: pg.QueryConfig =
+      typeof args[0] === 'string' ? { text: args[0], values: args[1] as unknown[] } : args[0];
+    return this.routedQuery(query);
   }
 
-  private async routedQuery(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+  private async routedQuery(query: pg.QueryConfig): Promise<pg.QueryResult> {
     for (const r of this.candidates()) {
       try {
-        const result = await r.pool.query(text, values);
+        const result = await r.pool.query(query);
         this.succeeded(r);
         return result;
       } catch (err) {
@@ -291,7 +299,7 @@ export class ReadRoutingPool extends pg.Pool {
         this.failed(r, err);
       }
     }
-    return this.primary.query(text, values);
+    return this.primary.query(query);
   }
 
   /** A client for a multi-statement read (e.g. a cursor): a replica when one connects, else the primary. */

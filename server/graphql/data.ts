@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../clock';
 import type { Pool } from '../db/pools';
 import { BAR_DETAILS_SQL, CALLS, apiSql, type ApiCall, type CallArgs } from '../contract/calls';
 import { INVALID_INPUT } from '../contract/errors';
+import { partnerStatements } from '../db/prepared-statements';
 import { userError } from './connection';
 
 export type Json = Record<string, unknown>;
@@ -65,7 +66,9 @@ export class RequestData {
   ) {
     this.now = clock();
     this.details = new Batcher(async (ids) => {
-      const { rows } = await this.pool.query<{ body: string | null }>(BAR_DETAILS_SQL, [ids, this.now]);
+      const { rows } = await this.pool.query<{ body: string | null }>(
+        partnerStatements.query({ text: BAR_DETAILS_SQL, values: [ids, this.now] }),
+      );
       const found = new Map<string, Json>();
       rows.forEach((r, i) => {
         if (r.body != null) found.set(ids[i]!, (JSON.parse(r.body) as Json).bar as Json);
@@ -75,8 +78,8 @@ export class RequestData {
     this.events = new Batcher(async (ids) => {
       const found = new Map<string, Json>();
       for (let i = 0; i < ids.length; i += 100) {
-        const { text, values } = apiSql(CALLS.graphqlEvents, { ids: ids.slice(i, i + 100) });
-        const { rows } = await this.pool.query<{ body: string }>(text, values);
+        const statement = apiSql(CALLS.graphqlEvents, { ids: ids.slice(i, i + 100) });
+        const { rows } = await this.pool.query<{ body: string }>(partnerStatements.query(statement));
         for (const e of JSON.parse(rows[0]!.body) as Json[]) found.set(String(e.id), e);
       }
       return found;
@@ -89,11 +92,11 @@ export class RequestData {
    */
   call<C extends ApiCall>(c: C, args: CallArgs<C>): Promise<Json | null> {
     const named = c.params.includes('now') ? { ...args, now: this.now } : args;
-    const { text: sql, values } = apiSql(c, named as CallArgs<C>);
-    const key = `${sql}\u0000${JSON.stringify(values)}`;
+    const statement = apiSql(c, named as CallArgs<C>);
+    const key = `${statement.text}\u0000${JSON.stringify(statement.values)}`;
     let p = this.memo.get(key);
     if (!p) {
-      p = this.pool.query<{ body: string | null }>(sql, values).then(
+      p = this.pool.query<{ body: string | null }>(partnerStatements.query(statement)).then(
         ({ rows }) => {
           const body = rows[0]?.body;
           return body == null ? null : (JSON.parse(body) as Json);
