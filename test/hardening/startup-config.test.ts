@@ -52,6 +52,7 @@ describe('configuration checked before listening', () => {
     ],
     [{ NODE_ENV: 'development', TLS_CERT_FILE: '/nonexistent.pem', TLS_KEY_FILE: '/nonexistent.key' }, /TLS_CERT_FILE/],
     [{ NODE_ENV: 'development', PG_POOL_MAX: 'many' }, /^error: PG_POOL_MAX must be/],
+    [{ NODE_ENV: 'development', PG_PREPARED_STATEMENTS: 'sometimes' }, /^error: PG_PREPARED_STATEMENTS must be/],
     [{ NODE_ENV: 'development', DATABASE_READ_MAX_LAG_MS: '5s' }, /^error: DATABASE_READ_MAX_LAG_MS must be/],
     [{ NODE_ENV: 'development', SMTP_TIMEOUT_MS: '0' }, /^error: SMTP_TIMEOUT_MS must be/],
     [{ NODE_ENV: 'development', TEST_CLOCK: '2026-11-25 15:30' }, /^error: TEST_CLOCK must be an ISO 8601 instant/],

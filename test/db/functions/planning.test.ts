@@ -14,13 +14,12 @@ const NOW = '2026-11-23T07:00:00Z'; // a Monday, 01:00 in Chicago
 
 /**
  * SQL functions that may run as functions, with why: earthdistance's earth() and sec_to_gc (contrib,
- * not ours: earth_distance, for the bars at a radius's edge and search's distances); and search_fold,
- * an immutable wrapper over unaccent (stable): it is not inlined, and runs once a request on its
- * constant argument (about 30 µs; declared stable it measured no faster, docs/performance/2026-11-28-v1.3.md).
- * earthdistance's gc_to_sec and earth_box are not allowed: the radius paths use private.earth_chord
- * and private.radius_box, which are inlined.
+ * not ours: earth_distance, for the bars at a radius's edge and search's distances). Not allowed:
+ * earthdistance's gc_to_sec and earth_box (the radius paths use private.earth_chord and
+ * private.radius_box, which are inlined), and private.search_fold (stable, as unaccent is, so it is
+ * inlined; declared immutable it was parsed and planned on every call: docs/performance/2026-12-02-v1.3.md).
  */
-const ALLOWED = new Set(['public.earth', 'public.sec_to_gc', 'private.search_fold']);
+const ALLOWED = new Set(['public.earth', 'public.sec_to_gc']);
 
 /** Calls so far in this transaction of each SQL-language function that ran as a function, by schema.name. */
 async function sqlFunctionCallCounts(tx: Tx): Promise<Map<string, number>> {
