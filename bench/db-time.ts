@@ -1,9 +1,11 @@
 /**
  * Database time: the api functions called one after another on one
- * connection (as the server calls them, bar_partner role), timed from send to
- * last byte. No HTTP, no pool contention: what each request costs PostgreSQL.
+ * connection (as the server calls them: bar_partner role, named prepared
+ * statements), timed from send to last byte. No HTTP, no pool contention: what
+ * each request costs PostgreSQL.
  */
 import pg from 'pg';
+import { partnerStatements } from '../server/db/prepared-statements';
 import { percentile } from './environment';
 import type { Call } from './workload';
 
@@ -25,7 +27,7 @@ export async function timeCalls(url: string, calls: Call[]): Promise<Timing> {
     const times: { ms: number; call: Call }[] = [];
     for (const call of calls) {
       const t = process.hrtime.bigint();
-      await client.query(call.sql, call.values);
+      await client.query(partnerStatements.query({ text: call.sql, values: call.values }));
       times.push({ ms: Number(process.hrtime.bigint() - t) / 1e6, call });
     }
     const sorted = times.map((t) => t.ms).sort((a, b) => a - b);
