@@ -18,12 +18,7 @@
  * it uses changes, and the statement's one column stays text.
  */
 import type { QueryConfig } from 'pg';
-
-/** A statement with bind parameters (contract/calls.ts apiSql builds the partner calls). */
-export interface Statement {
-  text: string;
-  values: unknown[];
-}
+import type { Statement } from '../contract/calls';
 
 export const MAX_NAMED_STATEMENTS = 200;
 
