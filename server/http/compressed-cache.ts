@@ -10,7 +10,7 @@
  *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`). Two
  *   differences: br's window is fitted to the body (brotliWindowBits), which
  *   changes the stream header, not the compressed size; and an answer around a
- *   point, made anew for nearly every request, is compressed with br at quality 3
+ *   point, made anew for nearly every request, is compressed with br at quality 1
  *   (BROTLI_QUALITY_PER_REQUEST), kept apart from the quality-4 forms.
  * - Size: COMPRESSED_CACHE_MB (default 64; 0 disables the cache, the
  *   middleware then compresses as before). Least recently used forms go first.
@@ -60,11 +60,15 @@ export const BROTLI_QUALITY = 4;
 /**
  * The br quality of an answer that seldom repeats (a page around a point: each new point is a new
  * body), whose compression is paid on nearly every request rather than once per cached form.
- * Server CPU per radius answer with `gzip, br` (1M bars, paced at 250 req/s, Node 26), the commit
- * before this choice against it, alternating x4: median 1,428 -> 1,226 us (-14 %), for 4.5 % more
- * bytes (6,097 against 5,791 for a 59 KB page; machine AH, docs/performance/2026-12-02-v1.3.md).
+ * Quality 1 is brotli's fast one-pass encoder, as nginx compresses dynamic answers with gzip at level
+ * 1 by default. Server CPU per radius answer with `gzip, br` (1M bars, paced at 250 req/s, Node 20),
+ * quality 3 against 1, alternating x4: median 3,253 -> 2,636 µs (-19 %, lower in all four pairs), for
+ * 13 % more bytes (8,054 against 7,134 a response, headers included; a 59 KB page is 7.0 KB against
+ * 6.1); in process, one compression at a time, 291 against 650 µs (machine AJ,
+ * docs/performance/2026-12-02-v1.3.md). Quality 3 (machine AH, the same notebook) had been -14 %
+ * against 4.
  */
-export const BROTLI_QUALITY_PER_REQUEST = 3;
+export const BROTLI_QUALITY_PER_REQUEST = 1;
 
 /**
  * As `compression` 1.8 compresses (zlib codings at their default level; br at `brotliQuality`, its

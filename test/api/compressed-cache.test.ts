@@ -3,7 +3,7 @@
  * gzip / br is compressed once per ETag and coding and then served from the cache, with the same
  * decoded bytes, Content-Encoding, Content-Length, Vary and per-coding strong ETag as before;
  * q-values decide the coding; identity when none is acceptable; 304s; the cache stays within its size;
- * an answer around a point gets br at quality 3, kept apart from the quality-4 forms.
+ * an answer around a point gets br at quality 1, kept apart from the quality-4 forms.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -78,21 +78,21 @@ const brAt = (body: string, quality: number) =>
     },
   });
 
-describe('br quality: 4, and 3 for answers made per request', () => {
+describe('br quality: 4, and 1 for answers made per request', () => {
   const body = JSON.stringify(Array.from({ length: 3_000 }, (_, i) => ({ id: `b${i}`, name: `Bar ${i % 131}` })));
 
   test('compress gives each quality as zlib does, both decoding to the body', async () => {
     expect(BROTLI_QUALITY).toBe(4);
-    expect(BROTLI_QUALITY_PER_REQUEST).toBe(3);
+    expect(BROTLI_QUALITY_PER_REQUEST).toBe(1);
     const four = await compress(body, 'br');
-    const three = await compress(body, 'br', BROTLI_QUALITY_PER_REQUEST);
+    const one = await compress(body, 'br', BROTLI_QUALITY_PER_REQUEST);
     expect(four.equals(brAt(body, 4))).toBe(true);
-    expect(three.equals(brAt(body, 3))).toBe(true);
-    expect(three.equals(four)).toBe(false);
-    expect(decode('br', three)).toBe(body);
+    expect(one.equals(brAt(body, 1))).toBe(true);
+    expect(one.equals(four)).toBe(false);
+    expect(decode('br', one)).toBe(body);
     // the same setting on libuv's pool, for a body above the in-line bound
     const large = body.repeat(Math.ceil((INLINE_COMPRESSION_MAX_BYTES * 2) / body.length));
-    expect((await compress(large, 'br', 3)).equals(brAt(large, 3))).toBe(true);
+    expect((await compress(large, 'br', 1)).equals(brAt(large, 1))).toBe(true);
     // gzip and deflate have one setting
     expect((await compress(body, 'gzip', 3)).equals(zlib.gzipSync(body))).toBe(true);
   });
@@ -101,15 +101,15 @@ describe('br quality: 4, and 3 for answers made per request', () => {
     const cache = new CompressedCache(8 * 1024 * 1024);
     const hits = await lookups('br', 'hit');
     const four = await cache.get('"p"', 'br', body);
-    const three = await cache.get('"p"', 'br', body, 3);
+    const one = await cache.get('"p"', 'br', body, 1);
     expect(cache.size).toBe(2);
-    expect(three.equals(brAt(body, 3))).toBe(true);
+    expect(one.equals(brAt(body, 1))).toBe(true);
     expect(four.equals(brAt(body, 4))).toBe(true);
-    expect((await cache.get('"p"', 'br', body, 3)).equals(three)).toBe(true);
+    expect((await cache.get('"p"', 'br', body, 1)).equals(one)).toBe(true);
     expect((await cache.get('"p"', 'br', body)).equals(four)).toBe(true);
     expect(await lookups('br', 'hit')).toBe(hits + 2);
     // the quality names only br forms: a gzip form is one entry whatever is asked
-    await cache.get('"p"', 'gzip', body, 3);
+    await cache.get('"p"', 'gzip', body, 1);
     await cache.get('"p"', 'gzip', body);
     expect(cache.size).toBe(3);
   });
@@ -269,9 +269,9 @@ describe('compressed answers cached', () => {
   });
 
   test.each([
-    ['/bars?latitude=30.2&longitude=-97.7', 3],
-    ['/bars?latitude=30.2&longitude=-97.7&radius=5', 3],
-    ['/search?q=Cached&latitude=30.2&longitude=-97.7', 3],
+    ['/bars?latitude=30.2&longitude=-97.7', 1],
+    ['/bars?latitude=30.2&longitude=-97.7&radius=5', 1],
+    ['/search?q=Cached&latitude=30.2&longitude=-97.7', 1],
     ['/bars', 4],
     ['/bars?limit=30', 4],
     ['/search?q=Cached', 4],
