@@ -4,7 +4,7 @@
  * call's text once, then only binds and runs it. Sent unnamed, PostgreSQL did
  * that work on every request: resolving a function called with named
  * arguments, then a plan, about a sixth of its CPU per `GET bars/:id`
- * (docs/PERFORMANCE.md, machine AI).
+ * (docs/performance/judging-runs.md, machine AI).
  *
  * A name per distinct text, the same on every connection of the process (pg
  * prepares it on a connection at its first use there). At most `max` texts
