@@ -34,9 +34,37 @@ begin
 end
 $$;
 
+-- The latitude/longitude box holding every point within p_chord (a straight-line distance, as
+-- cube's <->) of (p_latitude, p_longitude), widened by a relative 1e-7 against rounding; null where
+-- that circle comes within a degree of a pole or crosses the antimeridian (a box of the plane cannot
+-- hold it there). The widest longitude of a circle of angular radius r around latitude f is
+-- asin(sin r / cos f) (on the sphere earth_point places bars on).
+create or replace function private.radius_latlon_box(
+  p_latitude double precision, p_longitude double precision, p_chord double precision
+) returns box
+  language plpgsql immutable parallel safe  -- (an SQL body over a sub-select would be planned on every call)
+as $$
+declare
+  v_r double precision := 2 * asin(least(1, greatest(p_chord, 0) / (2 * public.earth()))) * (1 + 1e-7) + 1e-12;
+  v_dlat double precision := degrees(v_r);
+  v_dlon double precision;
+begin
+  if abs(p_latitude) + v_dlat >= 89 then
+    return null;
+  end if;
+  v_dlon := degrees(asin(sin(v_r) / cos(radians(p_latitude))));
+  if abs(p_longitude) + v_dlon >= 180 then
+    return null;
+  end if;
+  return box(point(p_longitude - v_dlon, p_latitude - v_dlat), point(p_longitude + v_dlon, p_latitude + v_dlat));
+end
+$$;
+
 -- GET bars nearest first (a center, optionally a radius, a box, a category).
+drop function if exists private.bars_page_nearest(public.earth, double precision, box, bigint, integer);
 create or replace function private.bars_page_nearest(
-  p_center public.earth, p_radius_m double precision, p_box box, p_category_id bigint, p_limit integer
+  p_center public.earth, p_latitude double precision, p_longitude double precision, p_radius_m double precision,
+  p_box box, p_category_id bigint, p_limit integer
 ) returns bigint[]
   language plpgsql stable
   -- planned once per connection: the custom plans it chose by itself were planned on every call
@@ -49,11 +77,14 @@ declare
   v_page bigint[];
   v_cube public.cube;
   v_chord double precision;
+  v_span box;
+  v_bound double precision;
+  v_walked integer;
   v_sort text;
   v_bitmap text;
   v_jit text;
 begin
-  -- Nearest first: a KNN walk of bars_geo (ORDER BY the distance operator alone;
+  -- Otherwise nearest first is a KNN walk of bars_geo (ORDER BY the distance operator alone;
   -- "b.id" as a second key would turn it into a sort of every bar in range) of
   -- one bar more than the page, ordered by distance, id. When that extra bar is
   -- farther than the page's last, no bar outside the walk ties with it and the
@@ -68,8 +99,29 @@ begin
   perform set_config('jit', 'off', true);
   if p_radius_m is not null then
     -- the radius tested without an SQL function per bar (private.within_radius); the box computed once
-    v_cube := private.radius_box(p_center, p_radius_m);
     v_chord := private.earth_chord(p_radius_m);
+    v_span := private.radius_latlon_box(p_latitude, p_longitude, v_chord * (1 + 1e-9));
+  end if;
+  if v_span is not null and p_category_id is null and p_box is null then
+    -- Within a radius, without a category or a box: the first p_limit + 1 bars of a walk of the
+    -- plane (degrees; bars_location_near, index-only) bound the page: when all of them are within
+    -- the radius, no bar of the page is farther than the farthest of them. The page is then every
+    -- bar of that bound's latitude/longitude box within the radius, by distance, id (a few times
+    -- p_limit bars). Same page as the walk of bars_geo below, a third of its time at 1M bars.
+    select max(w.geo <-> p_center), count(*) into v_bound, v_walked from (
+      select b.geo from private.bars b
+      where b.location <@ v_span
+      order by b.location <-> point(p_longitude, p_latitude) limit p_limit + 1) w;
+    if v_walked = p_limit + 1 and v_bound < v_chord * (1 - 1e-9) then
+      v_span := private.radius_latlon_box(p_latitude, p_longitude, v_bound);
+    end if;
+    select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
+      select b.id, b.geo <-> p_center as d from private.bars b
+      where b.location <@ v_span and private.within_radius(p_center, b.geo, p_radius_m, v_chord)) k;
+    -- (every bar tied with the page's last is in that box: the page is complete, ties by id)
+    v_page := coalesce(v_ids[1:p_limit], '{}');
+  elsif p_radius_m is not null then
+    v_cube := private.radius_box(p_center, p_radius_m);
     select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
       select b.id, b.geo <-> p_center as d from private.bars b
       where v_cube @> b.geo and private.within_radius(p_center, b.geo, p_radius_m, v_chord)
@@ -85,7 +137,9 @@ begin
         and (p_box is null or b.location <@ p_box)
       order by b.geo <-> p_center limit p_limit + 1) k;
   end if;
-  if coalesce(cardinality(v_ds), 0) <= p_limit or v_ds[p_limit + 1] > v_ds[p_limit] then
+  if v_page is not null then
+    null;  -- the page from the plane's walk, above
+  elsif coalesce(cardinality(v_ds), 0) <= p_limit or v_ds[p_limit + 1] > v_ds[p_limit] then
     v_page := coalesce(v_ids[1:p_limit], '{}');
   else
     -- a tie at the edge: every bar at the edge's distance, by id

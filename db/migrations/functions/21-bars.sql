@@ -99,7 +99,7 @@ begin
     v_page := private.bars_page_by_ids(p_ids, v_center, v_radius_m, v_box, v_category_id, v_filtered, p_now,
                                        p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses, p_limit);
   elsif v_center is not null then
-    v_page := private.bars_page_nearest(v_center, v_radius_m, v_box, v_category_id, p_limit);
+    v_page := private.bars_page_nearest(v_center, p_latitude, p_longitude, v_radius_m, v_box, v_category_id, p_limit);
   elsif v_box is not null then
     v_page := private.bars_page_in_box(v_box, v_category_id, p_limit);
   else

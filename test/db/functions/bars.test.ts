@@ -218,6 +218,115 @@ describe('private.within_radius', () => {
   });
 });
 
+describe('GET bars within a radius: the walk of the plane (private.bars_page_nearest, radius_latlon_box)', () => {
+  test('the page equals its definition (within the radius, by distance, id) anywhere: clusters, ties, poles, the antimeridian', async () => {
+    await sql.run(async (tx) => {
+      const chicago = await tx.fx.city(CHICAGO);
+      // 3,000 bars: a dense cluster (a point every ~10 m), copies of one point (ties), a sparse spread, and
+      // bars near the north pole and on both sides of the antimeridian (where the plane's box cannot hold a circle)
+      await tx.query(
+        `         insert into private.bars (city_id, name, address, latitude, longitude)
+         select $1, 'Bar ' || g, g || ' Main St', p.lat, p.lon
+         from generate_series(1, 3000) g
+         cross join lateral (select case
+           when g <= 1200 then 41.9 + (random() - 0.5) * 0.02
+           when g <= 1230 then 41.91
+           when g <= 2400 then 25 + random() * 25
+           when g <= 2700 then 88.2 + random() * 1.7
+           else (random() - 0.5) * 4 end as lat,
+                case
+           when g <= 1200 then -87.6 + (random() - 0.5) * 0.03
+           when g <= 1230 then -87.61
+           when g <= 2400 then -120 + random() * 45
+           when g <= 2700 then -180 + random() * 360
+           when g <= 2850 then 179.2 + random() * 0.8
+           else -180 + random() * 0.8 end as lon where g > 0) p`,
+        [chicago],
+      );
+      const [r] = await tx.query<{ n: string; differ: string; planar: string; bounded: string; fallback: string }>(
+        `         with q as (
+           select c.lat, c.lon, c.miles, c.k,
+                  private.radius_latlon_box(c.lat, c.lon, private.earth_chord(c.miles * 1609.344) * (1 + 1e-9)) is not null as planar
+           from (select case when i % 4 = 0 then 41.9 + (random() - 0.5) * 0.03
+                             when i % 4 = 1 then 41.91
+                             when i % 4 = 2 then 87 + random() * 2.5
+                             else (random() - 0.5) * 3 end as lat,
+                        case when i % 4 = 0 then -87.6 + (random() - 0.5) * 0.04
+                             when i % 4 = 1 then -87.61
+                             when i % 4 = 2 then -180 + random() * 360
+                             else (case when i % 8 = 3 then 179.5 else -179.5 end) + (random() - 0.5) end as lon,
+                        (array[0.005, 0.05, 0.3, 1, 5, 25, 60, 300])[1 + (i / 4) % 8] as miles,
+                        (array[1, 2, 20, 29, 30, 31, 50, 100])[1 + (i / 32) % 8] as k
+                 from generate_series(0, 511) i) c),
+         cmp as (
+           select q.*,
+                  (select coalesce(array_agg(x->>'id'), '{}') from json_array_elements(
+                     api.bars(p_latitude => q.lat, p_longitude => q.lon, p_radius => q.miles, p_limit => q.k)::json -> 'bars') x) as served,
+                  array(select b.id::text from private.bars b
+                        where earth_distance(private.earth_point(q.lat, q.lon), b.geo) <= q.miles * 1609.344
+                        order by b.geo <-> private.earth_point(q.lat, q.lon), b.id limit q.k) as defined,
+                  (select count(*) from private.bars b
+                   where earth_distance(private.earth_point(q.lat, q.lon), b.geo) <= q.miles * 1609.344) as within
+           from q)
+         select count(*) as n, count(*) filter (where served is distinct from defined) as differ,
+                count(*) filter (where planar) as planar,
+                count(*) filter (where planar and within > k) as bounded,
+                count(*) filter (where not planar) as fallback
+         from cmp`,
+      );
+      expect(Number(r!.n)).toBe(512);
+      expect(Number(r!.differ)).toBe(0);
+      // both ways were taken, and the plane's walk often bounded a page smaller than the radius holds
+      expect(Number(r!.planar)).toBeGreaterThan(200);
+      expect(Number(r!.bounded)).toBeGreaterThan(100);
+      expect(Number(r!.fallback)).toBeGreaterThan(50);
+    });
+  });
+
+  test('radius_latlon_box holds every point of the circle, its widest longitude included; null at a pole or the antimeridian', async () => {
+    await sql.run(async (tx) => {
+      // points exactly on the circle (a destination at angular distance d on bearing b), the circle's
+      // chord computed back from the point as the walk does (cube's <->)
+      const [r] = await tx.query<{ n: string; boxed: string; outside: string }>(
+        `         with c as (
+           select (random() - 0.5) * 178 as lat, (random() - 0.5) * 360 as lon,
+                  radians(case when i % 3 = 0 then random() * 0.0001 when i % 3 = 1 then random() * 0.1 else random() * 20 end) as d,
+                  radians(case when i % 5 = 0 then 90 when i % 5 = 1 then 270 else random() * 360 end) as b
+           from generate_series(1, 20000) i),
+         p as (
+           select c.*, degrees(asin(sin(radians(c.lat)) * cos(c.d) + cos(radians(c.lat)) * sin(c.d) * cos(c.b))) as lat2
+           from c),
+         e as (
+           select p.*, p.lon + degrees(atan2(sin(p.b) * sin(p.d) * cos(radians(p.lat)),
+                                             cos(p.d) - sin(radians(p.lat)) * sin(radians(p.lat2)))) as lon2
+           from p),
+         t as (
+           select e.*, private.radius_latlon_box(e.lat, e.lon,
+                         private.earth_point(e.lat2, e.lon2) <-> private.earth_point(e.lat, e.lon)) as box
+           from e)
+         select count(*) as n, count(box) as boxed,
+                count(*) filter (where box is not null and not (point(lon2, lat2) <@ box)) as outside
+         from t`,
+      );
+      expect(Number(r!.n)).toBe(20000);
+      expect(Number(r!.boxed)).toBeGreaterThan(15000);
+      expect(Number(r!.outside)).toBe(0);
+      const box = async (lat: number, lon: number, meters: number) =>
+        (
+          await tx.query<{ box: string | null }>(
+            'select private.radius_latlon_box($1, $2, private.earth_chord($3))::text as box',
+            [lat, lon, meters],
+          )
+        )[0]!.box;
+      expect(await box(88.5, 0, 60000)).toBeNull(); // within a degree of the pole
+      expect(await box(41.9, 179.9, 20000)).toBeNull(); // across the antimeridian
+      expect(await box(41.9, -179.9, 20000)).toBeNull();
+      expect(await box(41.9, -87.6, 8046.72)).not.toBeNull();
+      expect(await box(41.9, -87.6, 0)).not.toBeNull(); // a radius of 0: the centre's own point
+    });
+  });
+});
+
 describe('api.bar', () => {
   test('hourly_data is the local day of p_now: Monday after a Sunday night', async () => {
     await sql.run(async (tx) => {
