@@ -35,10 +35,11 @@ end
 $$;
 
 -- The latitude/longitude box holding every point within p_chord (a straight-line distance, as
--- cube's <->) of (p_latitude, p_longitude), widened by a relative 1e-7 against rounding; null where
--- that circle comes within a degree of a pole or crosses the antimeridian (a box of the plane cannot
--- hold it there). The widest longitude of a circle of angular radius r around latitude f is
--- asin(sin r / cos f) (on the sphere earth_point places bars on).
+-- cube's <->) of (p_latitude, p_longitude), widened by a relative 1e-7 against rounding. The widest
+-- longitude of a circle of angular radius r around latitude f is asin(sin r / cos f) (on the sphere
+-- earth_point places bars on). Null where the circle crosses the antimeridian (no box of the plane
+-- holds it) or reaches beyond 70 degrees of latitude: a degree of longitude shrinks with cos f, and
+-- the box of a walk's bound holds up to 4 / (pi cos f) times the walk's bars (3.7 at 70 degrees).
 create or replace function private.radius_latlon_box(
   p_latitude double precision, p_longitude double precision, p_chord double precision
 ) returns box
@@ -49,7 +50,7 @@ declare
   v_dlat double precision := degrees(v_r);
   v_dlon double precision;
 begin
-  if abs(p_latitude) + v_dlat >= 89 then
+  if abs(p_latitude) + v_dlat >= 70 then
     return null;
   end if;
   v_dlon := degrees(asin(sin(v_r) / cos(radians(p_latitude))));
@@ -103,7 +104,8 @@ begin
     v_span := private.radius_latlon_box(p_latitude, p_longitude, v_chord * (1 + 1e-9));
   end if;
   if v_span is not null and p_category_id is null and p_box is null then
-    -- Within a radius, without a category or a box: the first p_limit + 1 bars of a walk of the
+    -- Within a radius, without a category or a box, below 70 degrees of latitude and away from the
+    -- antimeridian (radius_latlon_box): the first p_limit + 1 bars of a walk of the
     -- plane (degrees; bars_location_near, index-only) bound the page: when all of them are within
     -- the radius, no bar of the page is farther than the farthest of them. The page is then every
     -- bar of that bound's latitude/longitude box within the radius, by distance, id (a few times
