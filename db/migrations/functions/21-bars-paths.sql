@@ -101,9 +101,11 @@ begin
   if p_radius_m is not null then
     -- the radius tested without an SQL function per bar (private.within_radius); the box computed once
     v_chord := private.earth_chord(p_radius_m);
-    v_span := private.radius_latlon_box(p_latitude, p_longitude, v_chord * (1 + 1e-9));
+    if p_category_id is null and p_box is null then
+      v_span := private.radius_latlon_box(p_latitude, p_longitude, v_chord * (1 + 1e-9));
+    end if;
   end if;
-  if v_span is not null and p_category_id is null and p_box is null then
+  if v_span is not null then
     -- Within a radius, without a category or a box, below 70 degrees of latitude and away from the
     -- antimeridian (radius_latlon_box): the first p_limit + 1 bars of a walk of the
     -- plane (degrees; bars_location_near, index-only) bound the page: when all of them are within
@@ -139,7 +141,7 @@ begin
         and (p_box is null or b.location <@ p_box)
       order by b.geo <-> p_center limit p_limit + 1) k;
   end if;
-  if v_page is not null then
+  if v_span is not null then
     null;  -- the page from the plane's walk, above
   elsif coalesce(cardinality(v_ds), 0) <= p_limit or v_ds[p_limit + 1] > v_ds[p_limit] then
     v_page := coalesce(v_ids[1:p_limit], '{}');
