@@ -97,13 +97,17 @@ $$;
 -- Whether a bar is in the requested area: within the radius of the center and
 -- inside the box (each when given). An expression, inlined into the caller
 -- (index conditions stay index conditions; a sub-select here would stop the
--- inlining, so the category test stays with the caller).
+-- inlining, so the category test stays with the caller). The radius is decided
+-- by private.within_radius, not earth_distance: the collect step tests every bar
+-- of its region, and earth_distance's sec_to_gc (never inlined) cost 137,931 calls
+-- for a 25 mi New York radius (285 -> 140 ms at 1M bars, docs/performance/2026-12-06-v1.3.md).
 create or replace function private.bar_in_area(
   p_geo earth, p_location point, p_center earth, p_radius_m double precision, p_box box
 ) returns boolean
   language sql stable parallel safe
 as $$
-  select (p_radius_m is null or (private.radius_box(p_center, p_radius_m) @> p_geo and earth_distance(p_center, p_geo) <= p_radius_m))
+  select (p_radius_m is null or (private.radius_box(p_center, p_radius_m) @> p_geo
+                                 and private.within_radius(p_center, p_geo, p_radius_m, private.earth_chord(p_radius_m))))
      and (p_box is null or p_location <@ p_box)
 $$;
 

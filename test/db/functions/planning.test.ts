@@ -134,6 +134,36 @@ describe('partner endpoints call no SQL helper that is planned on every call', (
     });
   });
 
+  test('bars with filters, the collect step: each bar of the region tested without an SQL function', async () => {
+    await sql.run(async (tx) => {
+      const cityId = await tx.fx.city(CHICAGO);
+      // 40 bars within 5 mi of the centre (none on its edge), all matching. With p_limit 50 the walk finds
+      // 40 matches, fewer than the page: it proves nothing, and the collect step gives the page, testing the
+      // radius of every bar of its region (private.bar_in_area)
+      for (let i = 0; i < 40; i++) {
+        await tx.fx.bar(cityId, { name: `Bar ${i}`, latitude: 41.88 + i * 0.001, longitude: -87.63 - i * 0.001 });
+      }
+      await tx.query('update private.bars set google_rating = 4');
+      await tx.query("set local track_functions = 'all'");
+      const secToGc = async () => (await sqlFunctionCallCounts(tx)).get('public.sec_to_gc') ?? 0;
+      const before = await secToGc();
+      const page = await tx.call<{ bars: { id: string }[] }>(
+        'bar_partner',
+        'select api.bars(p_latitude => 41.88, p_longitude => -87.63, p_radius => 5, p_limit => 50, p_min_rating => 0, p_now => $1)::json',
+        [NOW],
+      );
+      expect((await secToGc()) - before).toBe(0); // earth_distance: once a bar (40)
+      // the page is its definition: every bar within 5 mi, by distance, id
+      const expected = await tx.query<{ id: string }>(
+        `select b.id::text as id from private.bars b
+         where earth_distance(b.geo, private.earth_point(41.88, -87.63)) <= 5 * 1609.344
+         order by b.geo <-> private.earth_point(41.88, -87.63), b.id`,
+      );
+      expect(expected).toHaveLength(40);
+      expect(page.bars.map((b) => b.id)).toEqual(expected.map((r) => r.id));
+    });
+  });
+
   test('the check sees a helper that is not inlined', async () => {
     await sql.run(async (tx) => {
       await tx.query("set local track_functions = 'all'");
