@@ -119,11 +119,10 @@ begin
     if v_walked = p_limit + 1 and v_bound < v_chord * (1 - 1e-9) then
       v_span := private.radius_latlon_box(p_latitude, p_longitude, v_bound);
     end if;
-    select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
-      select b.id, b.geo <-> p_center as d from private.bars b
-      where b.location <@ v_span and private.within_radius(p_center, b.geo, p_radius_m, v_chord)) k;
     -- (every bar tied with the page's last is in that box: the page is complete, ties by id)
-    v_page := coalesce(v_ids[1:p_limit], '{}');
+    v_page := coalesce((select (array_agg(k.id order by k.d, k.id))[1:p_limit] from (
+      select b.id, b.geo <-> p_center as d from private.bars b
+      where b.location <@ v_span and private.within_radius(p_center, b.geo, p_radius_m, v_chord)) k), '{}');
   elsif p_radius_m is not null then
     v_cube := private.radius_box(p_center, p_radius_m);
     select array_agg(k.id order by k.d, k.id), array_agg(k.d order by k.d, k.id) into v_ids, v_ds from (
