@@ -75,6 +75,7 @@ declare
   v_filtered boolean := p_open_now is not null or p_open_at is not null or p_price_levels is not null
                         or p_min_rating is not null or p_statuses is not null;
   v_page bigint[];
+  v_n integer;
 begin
   if p_category is not null then
     -- the slug resolved once: each candidate bar is then one probe of bar_categories' primary key
@@ -107,11 +108,25 @@ begin
   end if;
 
   -- The page as text, byte for byte what json_build_object('bars', json_agg(...)) gives: a json
-  -- result would parse each bar's text again (10 % of a 50-bar radius call).
-  return (
-    select '{"bars" : [' || coalesce(string_agg(r.body, ', ' order by u.n), '') || ']}'
-    from unnest(v_page) with ordinality u(id, n)
-    cross join lateral private.bar_list_row(u.id, p_now) r);
+  -- result would parse each bar's text again (10 % of a 50-bar radius call). The braces go on the
+  -- first and last bars' texts, not around the whole page: copying a page of 50 bars (58 KB) twice
+  -- more grew and trimmed the backend's heap (brk) on every call, 15 % of a radius call
+  -- (docs/performance/2026-12-06-v1.3.md, machine AO).
+  v_n := cardinality(v_page);
+  return coalesce(
+    (select case when count(*) = v_n then
+              coalesce(string_agg(case when u.n = 1 and u.n = v_n then '{"bars" : [' || r.body || ']}'
+                                       when u.n = 1 then '{"bars" : [' || r.body
+                                       when u.n = v_n then r.body || ']}'
+                                       else r.body end, ', ' order by u.n), '{"bars" : []}')
+            end
+     from unnest(v_page) with ordinality u(id, n)
+     cross join lateral private.bar_list_row(u.id, p_now) r),
+    -- a bar of the page without its document (only inside a bulk load that defers them): the
+    -- braces around the bars that have one
+    (select '{"bars" : [' || coalesce(string_agg(r.body, ', ' order by u.n), '') || ']}'
+     from unnest(v_page) with ordinality u(id, n)
+     cross join lateral private.bar_list_row(u.id, p_now) r));
 end
 $$;
 
