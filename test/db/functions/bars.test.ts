@@ -200,17 +200,17 @@ describe('api.bars renders a page with a bar whose document is deferred', () => 
       const before = String(await tx.fx.bar(chicago, { name: 'Before', latitude: 41.9, longitude: -87.6 }));
       await tx.query("set local private.defer_bar_documents = 'on'");
       const missing = String(await tx.fx.bar(chicago, { name: 'Deferred', latitude: 41.9, longitude: -87.6 }));
-      const names = async (ids: string[]) => {
+      const pageIds = async (ids: string[]) => {
         const text = await tx.call<string>('bar_partner', `select api.bars(p_ids => $1, p_now => $2)`, [
           ids,
           MONDAY_0259_CHICAGO,
         ]);
         return (JSON.parse(text) as { bars: Bar[] }).bars.map((b) => b.id);
       };
-      expect(await names([missing, before, owl])).toEqual([before, owl]);
-      expect(await names([before, owl, missing])).toEqual([before, owl]);
-      expect(await names([missing])).toEqual([]);
-      expect(await names([before, owl])).toEqual([before, owl]);
+      expect(await pageIds([missing, before, owl])).toEqual([before, owl]);
+      expect(await pageIds([before, owl, missing])).toEqual([before, owl]);
+      expect(await pageIds([missing])).toEqual([]);
+      expect(await pageIds([before, owl])).toEqual([before, owl]);
     });
   });
 });
