@@ -165,25 +165,30 @@ $$;
 -------------------------------------------------------------------------------
 -- The five most intense bars open at a minute of the week. First the top 2,000
 -- of the city by intensity down bar_live_city_busiest (index-only), stopping at
--- the fifth open one: if five of them are open, they are the answer (any open
--- bar further down ranks lower). (Aggregating all 2,000 to keep five cost
--- 1.1 ms of New York City's page by day; the walk stops after a few rows.)
+-- the fifth open one (city_busiest_top): if five of them are open, they are the
+-- answer (any open bar further down ranks lower). (Aggregating all 2,000 to keep
+-- five cost 1.1 ms of New York City's page by day; the walk stops after a few rows.)
 -- Otherwise (night: few bars open) the city's open bars come from their open
--- slots, or, when its time zone has many open, the rest of its entries are walked.
--- Custom plans: the generic plan (an average city of ~300 bars) would sort the
--- whole city instead of walking the index; planning costs well under 1 ms.
+-- slots, or, when its time zone has many open, the rest of its entries are walked
+-- (city_busiest_night).
 -- (A GiST index on open_week does not help: a weekly multirange's bounding range
 -- covers the week, so every bar with hours is a recheck.)
-create or replace function private.city_busiest_bars(p_city_id bigint, p_minute integer) returns json
+
+-- The walk by day, planned once per connection. It was a custom plan, planned on
+-- every call (~27 relation-size probes; pgbench of New York City's page +15 %
+-- without them). A generic plan is costed for an average city: for one of a few
+-- hundred bars the planner may prefer to sort the city's bars (or walk every
+-- city's by intensity and sort each run of equal intensities), which for New York
+-- City are 47,000. With both sorts off the index walk is the only plan without a
+-- sort, so it is the plan whatever the statistics (test/db/functions/city.test.ts).
+create or replace function private.city_busiest_top(p_city_id bigint, p_minute integer) returns bigint[]
   language plpgsql stable
-  set plan_cache_mode = force_custom_plan
+  set plan_cache_mode = force_generic_plan
+  set enable_sort = off
+  set enable_incremental_sort = off
 as $$
-declare
-  v_ids bigint[];
-  v_seen integer;
-  v_open bigint[];
 begin
-  v_ids := array(
+  return array(
     select t.bar_id from (
       select l.bar_id, l.name, l.current_intensity, l.open_week
       from private.bar_live l
@@ -194,34 +199,84 @@ begin
     where t.open_week @> p_minute
     order by t.current_intensity desc, t.name, t.bar_id
     limit 5);
+end
+$$;
+
+-- Fewer than five open among the top 2,000 (p_top): when the city has more than
+-- 2,000 such bars, the open ones further down. Custom plans: at night, for one
+-- city's size (the generic plan of an average city would sort New York City).
+create or replace function private.city_busiest_night(p_city_id bigint, p_minute integer, p_top bigint[])
+  returns bigint[]
+  language plpgsql stable
+  set plan_cache_mode = force_custom_plan
+as $$
+declare
+  v_seen integer;
+  v_open bigint[];
+begin
+  select count(*) into v_seen from (
+    select 1 from private.bar_live l
+    where l.city_id = p_city_id and l.current_intensity is not null
+    limit 2000) x;
+  if v_seen < 2000 then
+    return p_top;  -- the top 2,000 were the whole city
+  end if;
+  v_open := private.city_open_bars(p_city_id, p_minute, 5000);
+  if v_open is not null then
+    return array(
+      select l.bar_id from private.bar_live l
+      where l.bar_id = any (v_open) and l.current_intensity is not null
+      order by l.current_intensity desc, l.name, l.bar_id
+      limit 5);
+  end if;
+  return array(
+    select l.bar_id from private.bar_live l
+    where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
+    order by l.current_intensity desc, l.name, l.bar_id
+    limit 5);
+end
+$$;
+
+-- The five rendered. Generic plans (the custom plans of the last statement, its ids known, are
+-- costed below the generic one's, so the plan cache would keep planning it on every call).
+create or replace function private.city_busiest_bars(p_city_id bigint, p_minute integer) returns json
+  language plpgsql stable
+  set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_ids bigint[];
+begin
+  v_ids := private.city_busiest_top(p_city_id, p_minute);
   if cardinality(v_ids) < 5 then
-    -- fewer than five open among the top 2,000: were there 2,000 (then look further)?
-    select count(*) into v_seen from (
-      select 1 from private.bar_live l
-      where l.city_id = p_city_id and l.current_intensity is not null
-      limit 2000) x;
-    if v_seen = 2000 then
-      v_open := private.city_open_bars(p_city_id, p_minute, 5000);
-      if v_open is not null then
-        v_ids := array(
-          select l.bar_id from private.bar_live l
-          where l.bar_id = any (v_open) and l.current_intensity is not null
-          order by l.current_intensity desc, l.name, l.bar_id
-          limit 5);
-      else
-        v_ids := array(
-          select l.bar_id from private.bar_live l
-          where l.city_id = p_city_id and l.current_intensity is not null and l.open_week @> p_minute
-          order by l.current_intensity desc, l.name, l.bar_id
-          limit 5);
-      end if;
-    end if;
+    v_ids := private.city_busiest_night(p_city_id, p_minute, v_ids);
   end if;
   return (
     select coalesce(json_agg(json_build_object('id', l.bar_id::text, 'name', l.name, 'current_intensity', l.current_intensity::int)
                              order by u.n), '[]'::json)
     from unnest(v_ids[1:5]) with ordinality u(id, n)
     join private.bar_live l on l.bar_id = u.id);
+end
+$$;
+
+-------------------------------------------------------------------------------
+-- A page of a whole city's bars, unfiltered: by name, id down bars_city_name
+-- (index-only). Planned once per connection: the plan cache kept custom plans
+-- (a generic plan's unknown LIMIT is costed above them), so the statement was
+-- planned on every call. Both sorts off, as in city_busiest_top: the index walk
+-- is the only plan without a sort, whatever the statistics.
+-------------------------------------------------------------------------------
+create or replace function private.city_page_ids(p_city_id bigint, p_page integer, p_per_page integer)
+  returns bigint[]
+  language plpgsql stable
+  set plan_cache_mode = force_generic_plan
+  set enable_sort = off
+  set enable_incremental_sort = off
+as $$
+begin
+  return array(
+    select b.id from private.bars b where b.city_id = p_city_id
+    order by b.name, b.id
+    limit p_per_page offset (p_page - 1)::bigint * p_per_page);
 end
 $$;
 
@@ -348,10 +403,7 @@ begin
       and private.bar_filter_at(l.open_week, l.current_intensity, l.price_level, l.google_rating,
                                 v_minute_now, v_minute_at, p_open_now, p_open_at, p_price_levels, p_min_rating, p_statuses);
   else
-    v_page := array(
-      select b.id from private.bars b where b.city_id = v_city.id
-      order by b.name, b.id
-      limit p_per_page offset (p_page - 1)::bigint * p_per_page);
+    v_page := private.city_page_ids(v_city.id, p_page, p_per_page);
     v_total := coalesce((select k.n from private.city_bar_counts k where k.city_id = v_city.id), 0);
   end if;
 

@@ -53,6 +53,29 @@ describe('api.bars_by_city', () => {
     });
   });
 
+  test('the page and busiest_bars by day: one generic plan each, their index walks, whatever the statistics', async () => {
+    await sql.run(async (tx) => {
+      const { bar } = await chicago(tx);
+      for (let i = 0; i < 8; i++) await bar(`Open ${i}`, 10 * i);
+      // statistics of a small city: a generic plan costed for it may sort the city instead of walking
+      await tx.query('analyze private.bar_live');
+      const call = "select api.bars_by_city('IL', 'Chicago', p_now => $1)";
+      await tx.as('bar_partner', call, [MONDAY_0100_CHICAGO]);
+      const plans = await tx.plans('bar_partner', call, [MONDAY_0100_CHICAGO]);
+      const walks = plans.filter((p) => p.includes('limit 2000'));
+      expect(walks).toHaveLength(1); // five of the top 2,000 open: not the night's walks
+      expect(walks[0]).toContain('Index Only Scan using bar_live_city_busiest');
+      expect(walks[0]).toMatch(/city_id = \$1/); // generic: planned once per connection
+      expect(walks[0]).not.toMatch(/\bSort\b/);
+      expect(plans.filter((p) => /count\(\*\)/.test(p) && p.includes('bar_live'))).toEqual([]);
+      const pages = plans.filter((p) => p.includes('order by b.name, b.id'));
+      expect(pages).toHaveLength(1);
+      expect(pages[0]).toContain('Index Only Scan using bars_city_name');
+      expect(pages[0]).toMatch(/city_id = \$1/);
+      expect(pages[0]).not.toMatch(/\bSort\b/);
+    });
+  });
+
   test('pagination edges: by name then id, an exact multiple, a page past the end', async () => {
     await sql.run(async (tx) => {
       const { bar } = await chicago(tx);

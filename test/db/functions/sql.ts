@@ -18,6 +18,11 @@ export interface Tx {
   as<R extends pg.QueryResultRow = Record<string, unknown>>(role: Role, sql: string, params?: unknown[]): Promise<R[]>;
   /** The one value of a one-row, one-column call as `role` (json arrives parsed). */
   call<T = unknown>(role: Role, sql: string, params?: unknown[]): Promise<T>;
+  /**
+   * The plans of every statement a call as `role` runs, nested ones included, in execution order
+   * (auto_explain, no ANALYZE). A generic plan shows its parameters (`$1`), a custom plan their values.
+   */
+  plans(role: Role, sql: string, params?: unknown[]): Promise<string[]>;
   fx: Fixtures;
 }
 
@@ -70,6 +75,21 @@ export function familyDatabase(): { run<T>(body: (tx: Tx) => Promise<T>): Promis
           const rows = await tx.as(role, sql, params);
           expect(rows).toHaveLength(1);
           return Object.values(rows[0]!)[0] as never;
+        },
+        async plans(role, sql, params = []) {
+          const notices: string[] = [];
+          const onNotice = (n: { message?: string }) => notices.push(n.message ?? '');
+          await client.query(`load 'auto_explain'`);
+          await client.query(`set local auto_explain.log_nested_statements = on;
+            set local auto_explain.log_min_duration = 0; set local client_min_messages = log`);
+          client.on('notice', onNotice);
+          try {
+            await tx.as(role, sql, params);
+          } finally {
+            client.off('notice', onNotice);
+            await client.query('set local auto_explain.log_min_duration = -1; set local client_min_messages = notice');
+          }
+          return notices.filter((m) => m.startsWith('duration:'));
         },
         fx: fixtures(client as unknown as Pool),
       };
