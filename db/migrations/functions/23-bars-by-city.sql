@@ -175,8 +175,8 @@ $$;
 -- covers the week, so every bar with hours is a recheck.)
 
 -- The walk by day, planned once per connection. It was a custom plan, planned on
--- every call (~27 relation-size probes; pgbench of New York City's page +15 %
--- without them). A generic plan is costed for an average city: for one of a few
+-- every call (with the page's below, 27 relation-size probes a call; pgbench of
+-- New York City's page +24 % without them, docs/PERFORMANCE.md). A generic plan is costed for an average city: for one of a few
 -- hundred bars the planner may prefer to sort the city's bars (or walk every
 -- city's by intensity and sort each run of equal intensities), which for New York
 -- City are 47,000. With both sorts off the index walk is the only plan without a
