@@ -176,11 +176,12 @@ $$;
 
 -- The walk by day, planned once per connection. It was a custom plan, planned on
 -- every call (with the page's below, 27 relation-size probes a call; pgbench of
--- New York City's page +24 % without them, docs/PERFORMANCE.md). A generic plan is costed for an average city: for one of a few
--- hundred bars the planner may prefer to sort the city's bars (or walk every
--- city's by intensity and sort each run of equal intensities), which for New York
--- City are 47,000. With both sorts off the index walk is the only plan without a
--- sort, so it is the plan whatever the statistics (test/db/functions/city.test.ts).
+-- New York City's page +24 % without them, docs/PERFORMANCE.md). A generic plan
+-- is costed for an average city: for one of a few hundred bars the planner may
+-- prefer to sort the city's bars (or walk every city's by intensity and sort each
+-- run of equal intensities), which for New York City are 47,000. With both sorts
+-- off the index walk is the only plan without a sort, so it is the plan whatever
+-- the statistics (test/db/functions/city.test.ts; db/CONVENTIONS.md › plan_cache_mode).
 create or replace function private.city_busiest_top(p_city_id bigint, p_minute integer) returns bigint[]
   language plpgsql stable
   set plan_cache_mode = force_generic_plan

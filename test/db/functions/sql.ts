@@ -87,7 +87,7 @@ export function familyDatabase(): { run<T>(body: (tx: Tx) => Promise<T>): Promis
             await tx.as(role, sql, params);
           } finally {
             client.off('notice', onNotice);
-            await client.query('set local auto_explain.log_min_duration = -1; set local client_min_messages = notice');
+            await client.query('reset auto_explain.log_min_duration; reset client_min_messages');
           }
           return notices.filter((m) => m.startsWith('duration:'));
         },
