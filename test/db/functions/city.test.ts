@@ -3,33 +3,10 @@
  * with the clock pinned. Through HTTP: test/api/city.test.ts; "today" around UTC midnight and DST:
  * test/api/time.test.ts.
  */
+import { chicago, MONDAY_0100_CHICAGO, type Named, type Page } from './chicago';
 import { errorOf, familyDatabase, type Tx } from './sql';
 
 const sql = familyDatabase();
-
-interface Page {
-  current_page: number;
-  total_pages: number;
-  total_count: number;
-  per_page: number;
-}
-interface Named {
-  id: string;
-  name: string;
-}
-// Chicago: UTC-6 in late November. 2026-11-23 is a Monday.
-const MONDAY_0100_CHICAGO = '2026-11-23T07:00:00Z';
-
-async function chicago(tx: Tx) {
-  const city = await tx.fx.city({ name: 'Chicago', state: 'IL', time_zone: 'America/Chicago' });
-  const bar = async (name: string, intensity: number, open = true) => {
-    const id = await tx.fx.bar(city, { name });
-    if (open) await tx.fx.alwaysOpen(id);
-    await tx.fx.occupancy(id, intensity);
-    return String(id);
-  };
-  return { city, bar };
-}
 
 describe('api.bars_by_city', () => {
   test('busiest_bars: open bars only, intensity first, ties by name then id, at most 5', async () => {
