@@ -3,7 +3,7 @@
  * private.city_group_member_ids) as bar_partner, with the clock pinned. Through HTTP:
  * test/api/city.test.ts.
  */
-import { MONDAY_0100_CHICAGO, type Named, type Page } from './chicago';
+import { chicago, MONDAY_0100_CHICAGO, type Named, type Page } from './chicago';
 import { familyDatabase, type Tx } from './sql';
 
 const sql = familyDatabase();
@@ -26,7 +26,7 @@ describe('a group (group_slug): private.city_group_page', () => {
 
   // Chicago's 'west': four bars in Chicago (price 1 but Bravo's 3) and one now in Evanston; 'Nope' is no member
   async function west(tx: Tx) {
-    const city = await tx.fx.city({ name: 'Chicago', state: 'IL', time_zone: 'America/Chicago' });
+    const { city } = await chicago(tx);
     const evanston = await tx.fx.city({ name: 'Evanston', state: 'IL', time_zone: 'America/Chicago' });
     const bar = async (where: number, name: string, price: number, intensity: number) => {
       const id = await tx.fx.bar(where, { name, price_level: price });
@@ -50,12 +50,12 @@ describe('a group (group_slug): private.city_group_page', () => {
       [nope, 'at nope'],
     ] as const)
       await tx.fx.event(id!, { title, ...monday });
-    return { names: { alpha, bravo, charlie, delta }, moved, nope };
+    return { members: { alpha, bravo, charlie, delta }, moved, nope };
   }
 
   test('members in its city only; pages by name then id; events_today and busiest_bars of the same members', async () => {
     await sql.run(async (tx) => {
-      const { names: b } = await west(tx);
+      const { members: b } = await west(tx);
       const first = await byGroup(tx, 'west', ', p_per_page => 2');
       expect(ids(first.bars)).toEqual([String(b.alpha), String(b.bravo)]);
       expect(first.pagination).toEqual({ current_page: 1, total_pages: 2, total_count: 4, per_page: 2 });
@@ -68,7 +68,7 @@ describe('a group (group_slug): private.city_group_page', () => {
 
   test('the filters narrow the page and its total, not events_today nor busiest_bars; an unknown slug is empty', async () => {
     await sql.run(async (tx) => {
-      const { names: b } = await west(tx);
+      const { members: b } = await west(tx);
       const cheap = await byGroup(tx, 'west', ', p_price_levels => $3', [[1]]);
       expect(ids(cheap.bars)).toEqual([b.alpha, b.charlie, b.delta].map(String));
       expect(cheap.pagination.total_count).toBe(3);
@@ -81,7 +81,7 @@ describe('a group (group_slug): private.city_group_page', () => {
 
   test('its members: one probe each of bars_id_city_id_key, planned once per connection, at a large city', async () => {
     await sql.run(async (tx) => {
-      const { names: b } = await west(tx);
+      const { members: b } = await west(tx);
       // a city of 3,000 bars: a join would rather read the city's whole range of bars_city_name
       await tx.query(
         `insert into private.bars (city_id, name, address, latitude, longitude)
