@@ -214,7 +214,11 @@ describe('a mail server that never answers (tarpit)', () => {
       3 * SMTP_TIMEOUT_MS + 2000,
     );
     expect(firstFailure[0]).toMatchObject({ status: 'pending', last_result: expect.stringMatching(/greeting/i) });
-    const closed = tarpit.smtp().filter((s) => s.closedAt);
+    // (the tarpit sees the connection close a moment after the server records the failure: wait for it)
+    const closed = await waitFor(() => {
+      const seen = tarpit.smtp().filter((s) => s.closedAt);
+      return seen.length ? seen : undefined;
+    }, 5_000);
     expect(closed.length).toBeGreaterThan(0);
     for (const s of closed) expect(s.closedAt! - s.openedAt).toBeLessThan(SMTP_TIMEOUT_MS + 1000);
     // Failed back into the queue with graphile-worker's backoff (e^attempts s after the failure): retried later.
