@@ -33,6 +33,8 @@ export interface BenchArgs {
   /** The 429-flood phase: one key flooding at `floodRate` req/s while other keys are measured. */
   flood: boolean;
   floodRate: number;
+  /** --flood-connections: the flood's connections (default 50; a held 429 keeps its connection a second). */
+  floodConnections: number;
   /** --flood-only: the flood phase and nothing else. */
   floodOnly: boolean;
   /**
@@ -49,7 +51,7 @@ export interface BenchArgs {
 
 export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--connections N] [--rate R] [--db-samples N]
                        [--only bar,search,...] [--explain] [--explain-only] [--explain-dir D] [--no-db] [--no-http] [--no-ratio] [--seed S]
-                       [--runs N] [--no-warm] [--no-pgbench] [--no-compressed] [--no-flood] [--flood-only] [--flood-rate R]
+                       [--runs N] [--no-warm] [--no-pgbench] [--no-compressed] [--no-flood] [--flood-only] [--flood-rate R] [--flood-connections N]
                        [--log-flood] [--log-flood-only] [--log-flood-rate R] [--log-flood-request-log errors|all|off]
   --log-flood: a 4xx flood (one key's 400s at --log-flood-rate req/s, default 2,000) for two whole UTC minutes
                (2–3 min): the request log's entries stored per minute (at most 1,000) and another key's req/s and p99;
@@ -99,6 +101,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       'no-flood': { type: 'boolean' },
       'flood-only': { type: 'boolean' },
       'flood-rate': { type: 'string' },
+      'flood-connections': { type: 'string' },
       'log-flood': { type: 'boolean' },
       'log-flood-only': { type: 'boolean' },
       'log-flood-rate': { type: 'string' },
@@ -134,6 +137,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
     compressed: !values['no-compressed'],
     flood: floodOnly || (!only && !explainOnly && !values['no-flood']),
     floodRate: positive('flood-rate', values['flood-rate'], 10_000),
+    floodConnections: Math.round(positive('flood-connections', values['flood-connections'], 50)),
     floodOnly,
     logFlood: logFloodOnly || (!only && !explainOnly && (values['log-flood'] ?? false)),
     logFloodRate: positive('log-flood-rate', values['log-flood-rate'], 2_000),

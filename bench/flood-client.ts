@@ -2,7 +2,7 @@
  * The 429 flood's client, in its own process (bench/flood.ts forks it) so that
  * sending thousands of requests a second does not slow the runner's own
  * measurement of the other keys. Argument: JSON { url, path, key, rate, duration,
- * connections }; answers the parent with the run's LoadResult and its statuses.
+ * connections, drainMs }; answers the parent with the run's LoadResult and its statuses.
  */
 import { runPaced } from './paced';
 
@@ -13,6 +13,7 @@ interface FloodOrder {
   rate: number;
   duration: number;
   connections: number;
+  drainMs: number;
 }
 
 async function main(): Promise<void> {
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
     connections: o.connections,
     duration: o.duration,
     rate: o.rate,
+    drainMs: o.drainMs,
     headers: { authorization: `Bearer ${o.key}` },
   });
   process.send!(result, () => process.exit(0));

@@ -4,14 +4,17 @@
  * forked client, bench/flood-client.ts) while another key is measured on a
  * fixed request: max throughput (autocannon) and constant rate (p99), each
  * without and then with the flood, so the flood's cost to other keys shows as
- * the difference. Also printed: the rate the flood reached and its share of
+ * the difference. The server is started as `npm start` runs it: a refused key's
+ * 429s are held (http/refusal-hold.ts), so the flood's 50 connections (--flood-connections)
+ * get about 50 answers a second and the rest of its requests wait in its client (errors
+ * when it stops). Also printed: the rate the flood reached and its share of
  * 429s (after its first request every answer should be a 429 answered in
  * process: no Redis, no PostgreSQL), Redis commands per measured request, and
  * what one 429 costs the server in CPU (the flood key alone at autocannon's max
- * rate, before the measured runs), hence how many cores `--flood-rate` takes,
- * and the floor under it: the same 429 (captured: status, headers, body) given
- * as it is by node:http alone (the bare server), with the load generator's CPU
- * per request beside both.
+ * rate on a server that writes 429s at once, before the measured runs), hence
+ * how many cores `--flood-rate` would take unheld, and the floor under it: the
+ * same 429 (captured: status, headers, body) given as it is by node:http alone
+ * (the bare server), with the load generator's CPU per request beside both.
  */
 import { fork } from 'node:child_process';
 import os from 'node:os';
@@ -57,7 +60,15 @@ export function runFlood(
   o: { rate: number; duration: number; connections?: number },
 ): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    const order = { url, path: floodPath, key, rate: o.rate, duration: o.duration, connections: o.connections ?? 50 };
+    const order = {
+      url,
+      path: floodPath,
+      key,
+      rate: o.rate,
+      duration: o.duration,
+      connections: o.connections ?? 50,
+      drainMs: 2_000, // held answers: what is still queued then is not waited for (errors)
+    };
     const child = track(fork(path.resolve(__dirname, 'flood-client.js'), [JSON.stringify(order)]));
     let result: LoadResult | undefined;
     child.on('message', (m) => (result = m as LoadResult));
@@ -69,17 +80,60 @@ export function runFlood(
 }
 
 const flood = (url: string, key: string, floodPath: string, args: BenchArgs) =>
-  runFlood(url, key, floodPath, { rate: args.floodRate, duration: args.duration });
+  runFlood(url, key, floodPath, { rate: args.floodRate, duration: args.duration, connections: args.floodConnections });
 
 async function redisCommands(redis: Redis): Promise<number> {
   const info = await redis.info('stats');
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
 }
 
+/** The flood key's one request of the minute, then its first 429 (from here on refused in process). */
+async function primeFloodKey(url: string, key: string): Promise<void> {
+  for (let i = 0; i < 2; i++) await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+}
+
+/**
+ * What one 429 costs the server: the flood key alone at autocannon's max rate, CPU from /proc (Linux),
+ * on a server of its own that writes refused 429s at once (RATE_LIMIT_REFUSAL_HOLD_MS=0: held, a
+ * connection gets one a second and the CPU per answer would be mostly idle time); and its answer.
+ */
+async function floodAloneCost(args: BenchArgs, key: string, floodPath: string, poolMax: number) {
+  const server = await startFullServer({
+    databaseUrl: args.databaseUrl,
+    redisUrl: args.redisUrl,
+    poolMax,
+    logFile: path.join(os.tmpdir(), 'bench-flood-alone-server.log'),
+    extraEnv: { RATE_LIMIT_REFUSAL_HOLD_MS: '0' },
+  });
+  const floodHeaders = { authorization: `Bearer ${key}` };
+  const runs: LoadResult[] = [];
+  try {
+    await primeFloodKey(`${server.url}${floodPath}`, key);
+    for (let run = 0; run < args.runs; run++)
+      runs.push(
+        await withCpu(server.pid, () =>
+          runLoad({
+            url: server.url,
+            nextPath: () => floodPath,
+            connections: args.connections,
+            duration: args.duration,
+            headers: floodHeaders,
+          }),
+        ),
+      );
+    return { runs, canned429: await capture(`${server.url}${floodPath}`, floodHeaders) };
+  } finally {
+    await server.stop();
+  }
+}
+
 export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
   const measured = list.find((e) => e.name === 'bar') ?? list[0];
   if (!measured) return undefined;
   const key = await floodKey(args.databaseUrl);
+  const floodPath = `${PREFIX}${measured.fixed.path}`;
+  const { runs: floodAlone, canned429 } = await floodAloneCost(args, key, floodPath, poolMax);
+  // the server as `npm start` runs it (refused keys' 429s held as RATE_LIMIT_REFUSAL_HOLD_MS says)
   const server = await startFullServer({
     databaseUrl: args.databaseUrl,
     redisUrl: args.redisUrl,
@@ -89,35 +143,16 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   const redis = new Redis(args.redisUrl);
   const headers = { authorization: `Bearer ${apiKey}` };
   const nextPath = () => PREFIX + measured.next().path;
-  const floodPath = `${PREFIX}${measured.fixed.path}`;
   const runs = { quiet: [] as LoadResult[], flooded: [] as LoadResult[] };
   const paced = { quiet: [] as LoadResult[], flooded: [] as LoadResult[] };
   const floods: LoadResult[] = [];
-  const floodAlone: LoadResult[] = [];
   const floor: LoadResult[] = [];
-  let canned429: CannedAnswer | undefined;
   let rate: number;
   let redisQuiet = 0;
   let redisFlooded = 0;
   try {
     await runLoad({ url: server.url, nextPath, connections: 10, duration: 1, headers }); // warm-up
-    // the flood key's one request of the minute, then its first 429 (from here on refused in process)
-    for (let i = 0; i < 2; i++)
-      await fetch(`${server.url}${floodPath}`, { headers: { authorization: `Bearer ${key}` } });
-    // What one 429 costs the server: the flood alone at its max rate, CPU from /proc (Linux).
-    const floodHeaders = { authorization: `Bearer ${key}` };
-    const aloneRun = (url: string, pathOf: string, pid: number | undefined) =>
-      withCpu(pid, () =>
-        runLoad({
-          url,
-          nextPath: () => pathOf,
-          connections: args.connections,
-          duration: args.duration,
-          headers: floodHeaders,
-        }),
-      );
-    for (let run = 0; run < args.runs; run++) floodAlone.push(await aloneRun(server.url, floodPath, server.pid));
-    canned429 = await capture(`${server.url}${floodPath}`, floodHeaders);
+    await primeFloodKey(`${server.url}${floodPath}`, key);
     for (let run = 0; run < args.runs; run++) {
       let before = await redisCommands(redis);
       const quiet = await runLoad({
@@ -197,7 +232,10 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   const answered = floods.reduce((n, f) => n + f.total - f.errors, 0);
   const refused = floods.reduce((n, f) => n + f.non2xx, 0);
   console.log(
-    `\nflood reached ${medianRange(floods.map((f) => f.rps))} req/s; ${answered} answered, ${refused} of them non-2xx (429s), ${floods.reduce((n, f) => n + f.errors, 0)} errors`,
+    `\nflood offered at ${args.floodRate} req/s (${args.floodConnections} connections), reached ${medianRange(floods.map((f) => f.rps))} req/s; ` +
+      `${answered} answered, ${refused} of them non-2xx (429s), ${floods.reduce((n, f) => n + f.errors, 0)} errors ` +
+      `(due but unanswered when the flood's client stopped: its requests wait for one of its connections; ` +
+      `the server's RATE_LIMIT_REFUSAL_HOLD_MS=${process.env.RATE_LIMIT_REFUSAL_HOLD_MS ?? '1000 (the default)'})`,
   );
   const cpu = cpuUsOf(floodAlone);
   if (cpu.length) {
@@ -205,7 +243,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     console.log(
       `the flood alone (autocannon, ${args.connections} connections): ${medianRange(floodAlone.map((r) => r.rps))} req/s, ` +
         `${floodAlone.reduce((n, r) => n + r.non2xx, 0)} non-2xx of ${floodAlone.reduce((n, r) => n + r.total, 0)}; ` +
-        `the server's CPU per 429: ${medianRange(cpu)} µs, so ${args.floodRate} req/s of 429s take ` +
+        `the server's CPU per 429: ${medianRange(cpu)} µs, so ${args.floodRate} req/s of 429s written at once would take ` +
         `${((us * args.floodRate) / 1e6).toFixed(2)} cores of the server's alone; the load generator's CPU per request: ` +
         `${clientRange(floodAlone)} µs`,
     );

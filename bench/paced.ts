@@ -36,21 +36,25 @@ export async function runPaced(opts: {
   let errors = 0;
   let non2xx = 0;
   const statuses: Record<string, number> = {};
-  let outstanding = 0;
+  let outstanding = 0; // sent, not yet answered (at most `connections`)
   let sent = 0;
+  let due = 0; // requests due so far; those past `sent` wait for a connection as numbers, not as
+  // ClientRequests queued in the agent: a flood whose answers are held would otherwise pile up
+  // thousands of them a second, and their CPU and garbage would load the machine being measured
   const durationMs = opts.duration * 1000;
   const gap = 1000 / opts.rate;
   const started = performance.now();
 
-  const fire = (due: number) => {
+  const fire = (dueAt: number) => {
     outstanding++;
     const done = (ok: boolean, status = 0) => {
       outstanding--;
+      if (sent < due) next();
       if (!ok) errors++;
       else {
         if (status < 200 || status > 299) non2xx++;
         statuses[status] = (statuses[status] ?? 0) + 1;
-        latencies.push(performance.now() - due);
+        latencies.push(performance.now() - dueAt);
       }
     };
     const req = http.get(
@@ -70,12 +74,13 @@ export async function runPaced(opts: {
     req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error('timeout')));
     req.on('error', () => done(false));
   };
+  const next = () => fire(started + sent++ * gap);
 
   await new Promise<void>((resolve) => {
     const tick = setInterval(() => {
       const elapsed = performance.now() - started;
-      const due = Math.min(Math.floor(elapsed / gap) + 1, Math.ceil(durationMs / gap));
-      while (sent < due) fire(started + sent++ * gap);
+      due = Math.min(Math.floor(elapsed / gap) + 1, Math.ceil(durationMs / gap));
+      while (sent < due && outstanding < opts.connections) next();
       if (elapsed >= durationMs) {
         clearInterval(tick);
         resolve();
@@ -83,7 +88,7 @@ export async function runPaced(opts: {
     }, 1);
   });
   const deadline = performance.now() + (opts.drainMs ?? 15_000);
-  while (outstanding > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  while ((outstanding > 0 || sent < due) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   agent.destroy();
   const sorted = latencies.sort((a, b) => a - b);
   return {
@@ -92,9 +97,9 @@ export async function runPaced(opts: {
     p90: percentile(sorted, 90),
     p99: percentile(sorted, 99),
     max: sorted[sorted.length - 1] ?? NaN,
-    errors: errors + outstanding, // failed, or still unanswered after the drain
+    errors: errors + outstanding + (due - sent), // failed, or still unanswered (or unsent) after the drain
     non2xx,
-    total: sent, // answered + errors
+    total: due, // answered + errors
     statuses,
   };
 }

@@ -46,6 +46,12 @@ export interface Config {
   /** Worker processes sharing the partner port (WEB_CONCURRENCY: a number, or 'auto' = one per core). */
   webConcurrency: number;
   embedded: { dataDir: string; port: number; startTimeoutMs: number };
+  /**
+   * A refused key's further 429s held before they are written (http/refusal-hold.ts):
+   * RATE_LIMIT_REFUSAL_HOLD_MS (default 1000, at most 60000; 0: at once) and, per process,
+   * RATE_LIMIT_REFUSAL_HOLD_MAX held at once (default 1000; beyond it, written at once).
+   */
+  refusalHold: { ms: number; max: number };
   /** REQUEST_LOG: which answers the request log keeps (errors = 4xx/5xx, the default; all; off). */
   requestLog: 'all' | 'errors' | 'off';
   /** Usage-alert e-mails: SMTP_URL, MAIL_FROM, PUBLIC_BASE_URL, EMAIL_LINK_KEY, EMAIL_OUTBOX_DIR (server/email/settings.ts). */
@@ -155,6 +161,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dataDir: path.resolve(projectRoot, env.EMBEDDED_PG_DIR || '.data/postgres'),
       port: int('EMBEDDED_PG_PORT', 54329, env),
       startTimeoutMs: int('EMBEDDED_PG_START_TIMEOUT_MS', 30000, env),
+    },
+    refusalHold: {
+      ms: ms('RATE_LIMIT_REFUSAL_HOLD_MS', 1000, 0, 60_000, env),
+      max: int('RATE_LIMIT_REFUSAL_HOLD_MAX', 1000, env),
     },
     requestLog: requestLogMode(env),
     email: emailConfig(env, nodeEnv === 'production', projectRoot, int('PORT', 3000, env)),

@@ -244,6 +244,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
       return undefined;
     }
     return {
+      until: ctx.windows!.end[ctx.outcome!.rejectedBy!],
       answer(res) {
         identify(res, identity, ctx); // as authenticate() does, then the limiter's 429
         return limits.refusalAnswer(ctx);

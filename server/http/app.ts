@@ -48,6 +48,7 @@ export function createPartnerApp(deps: PartnerAppDeps): express.Express {
         knownRefusal: deps.knownRefusal,
         logAnswer: answerLogger(deps.logger),
         recordAnswer: requestLog && ((req, res, ms) => requestLog.record(req, res, ms)),
+        hold: deps.config.refusalHold,
       }),
     );
   app.use(requestId, accessLog(deps.logger), ...(requestLog ? [requestLog.middleware()] : []), strictTransportSecurity);

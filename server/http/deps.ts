@@ -12,7 +12,7 @@ import type { RequestLog } from '../usage/request-log';
 import type { ExportOptions } from './routes/export';
 
 export interface PartnerAppDeps {
-  config: Pick<Config, 'env'> & Partial<Pick<Config, 'trustProxy'>>;
+  config: Pick<Config, 'env'> & Partial<Pick<Config, 'trustProxy' | 'refusalHold'>>;
   logger: Logger;
   /** Runs as the bar_partner role: may only EXECUTE api functions. */
   pool: Pool;

@@ -29,6 +29,7 @@ import type { KnownRefusalAnswer } from '../ratelimit/limiters';
 import { dirtyKeyHeader } from '../web/input-hygiene';
 import type { AnswerLogger } from './access-log';
 import { acceptable, HSTS } from './negotiation';
+import { refusalHold, type RefusalHoldSettings } from './refusal-hold';
 import { requestIdOf } from './request-id';
 
 export type KnownRefusal = (req: Request) => KnownRefusalAnswer | undefined;
@@ -39,6 +40,8 @@ export interface RefusedShortcutParts {
   logAnswer: AnswerLogger;
   /** The request log's entry (usage/request-log.ts RequestLog.record), when the log is kept. */
   recordAnswer?: (req: Request, res: Response, durationMs: number) => void;
+  /** How long a refused key's 429 is held before it is written (refusal-hold.ts); none: at once. */
+  hold?: RefusalHoldSettings;
 }
 
 const MESSAGE = 'Rate limit exceeded';
@@ -46,15 +49,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function refusedKeyShortcut(parts: RefusedShortcutParts): RequestHandler {
   const { knownRefusal, logAnswer, recordAnswer } = parts;
-  return (req, res, next) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    if (!acceptable(req) || dirtyKeyHeader(req) !== undefined) return next();
-    const refused = knownRefusal(req);
-    if (!refused) return next();
-    const started = process.hrtime.bigint(); // as the access log's middleware would take it, after this decision
-    const id = requestIdOf(req);
-    res.locals.requestId = id;
-    res.locals.errorMessage = MESSAGE; // the access log's reason, as sendError records it
+  const hold = refusalHold(parts.hold);
+  const write = (req: Request, res: Response, refused: KnownRefusalAnswer, started: bigint) => {
+    const id = res.locals.requestId as string;
     const answer = refused.answer(res);
     const body = JSON.stringify({ error: MESSAGE, limit: answer.limit, period: answer.bucket, request_id: id });
     const head = req.secure
@@ -66,5 +63,24 @@ export function refusedKeyShortcut(parts: RefusedShortcutParts): RequestHandler 
     logAnswer(req, res, started);
     recordAnswer?.(req, res, Number(process.hrtime.bigint() - started) / 1e6);
     refused.account(res);
+  };
+  return (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    if (!acceptable(req) || dirtyKeyHeader(req) !== undefined) return next();
+    const refused = knownRefusal(req);
+    if (!refused) return next();
+    const started = process.hrtime.bigint(); // as the access log's middleware would take it, after this decision
+    res.locals.requestId = requestIdOf(req);
+    res.locals.errorMessage = MESSAGE; // the access log's reason, as sendError records it
+    // the 429 (its Retry-After, its headers' resets) is built when written, after any hold
+    const later = () => {
+      try {
+        write(req, res, refused, started);
+      } catch (e) {
+        next(e); // outside express's own call: its error handler answers (500) and logs
+      }
+    };
+    if (hold?.defer(res, refused.until, later)) return;
+    write(req, res, refused, started);
   };
 }

@@ -77,6 +77,8 @@ interface Refusal {
  * process refuses (guard.ts knownRefusal).
  */
 export interface KnownRefusalAnswer {
+  /** When the refusing bucket's window ends (ms): the refusal's last instant. */
+  readonly until: number;
   /** Puts the guard's identity and context on the response (as authentication does) and gives the 429. */
   answer(res: Response): RefusalAnswer;
   /** The guard's accounting of the answer (usage, history), once it is written. */
@@ -494,22 +496,29 @@ export class PartnerRateLimits {
    * and Retry-After (name and value in turn, as reject() sets them) and the error body's fields.
    * Counted as reject() counts. Within one second a refusal's headers do not change (the window
    * ends are whole seconds, so the seconds left to each are the same all through it, and the counts
-   * are the refusal's), so they are built once per refusal and second.
+   * are the refusal's), so they are built once per refusal and second. A 429 held
+   * (http/refusal-hold.ts) may be written after its refusal was forgotten or replaced (its window
+   * turned, the plan changed): it is built from its own context then, and not kept.
    */
   refusalAnswer(ctx: RateLimitContext): RefusalAnswer {
     const bucket = ctx.outcome!.rejectedBy!;
     rateLimitLocalRefusals.inc({ bucket });
     rateLimitRejections.inc({ bucket });
     ctx.refund = this.refundAnswer; // a refused request has nothing to give back (a no-op)
-    const refusal = this.store.refusals.get(ctx.keyId)!;
+    const found = this.store.refusals.get(ctx.keyId);
+    const same =
+      found?.bucket === bucket &&
+      found.until === ctx.windows!.end[bucket] &&
+      BUCKETS.every((b) => found.limits[b] === ctx.limits[b]);
+    const refusal = same ? found : undefined;
     const now = Date.now();
     const second = Math.floor(now / 1000);
-    let answer = refusal.answer;
+    let answer = refusal?.answer;
     if (answer === undefined || answer.second !== second) {
       const { pairs, general } = rateLimitHeaders(ctx.keyId, ctx.limits, ctx.windows!, ctx.outcome!.used, now);
       pairs.push('Retry-After', String(secondsUntil(ctx.windows!.end[bucket])));
       answer = { second, headers: pairs, general, limit: ctx.limits[bucket]!, bucket };
-      refusal.answer = answer;
+      if (refusal) refusal.answer = answer;
     }
     ctx.general = answer.general;
     return answer;

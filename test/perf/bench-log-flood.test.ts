@@ -34,6 +34,14 @@ describe('bench --log-flood options', () => {
     );
   });
 
+  test('the 429 flood: 10,000 req/s over 50 connections unless given', () => {
+    expect(parseBenchArgs([], {})).toMatchObject({ floodRate: 10_000, floodConnections: 50 });
+    expect(parseBenchArgs(['--flood-connections', '2000'], {}).floodConnections).toBe(2000);
+    expect(() => parseBenchArgs(['--flood-connections=0'], {})).toThrow(
+      /--flood-connections must be a positive number/,
+    );
+  });
+
   test.each(['0', '-5', 'fast'])('--log-flood-rate %s: refused naming the option', (rate) => {
     expect(() => parseBenchArgs([`--log-flood-rate=${rate}`], {})).toThrow(
       /--log-flood-rate must be a positive number/,

@@ -32,4 +32,24 @@ describe('bench runPaced', () => {
       server.close();
     }
   });
+
+  test('no more requests made than connections free: the rest wait as numbers and count as errors if never sent', async () => {
+    const seen: http.ServerResponse[] = [];
+    const server = http.createServer((_req, res) => void seen.push(res)); // holds every answer
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const get = jest.spyOn(http, 'get');
+      const r = await runPaced({ url, nextPath: () => '/x', connections: 3, duration: 0.5, rate: 200, drainMs: 1000 });
+      expect(get).toHaveBeenCalledTimes(3); // not a ClientRequest per due request, queued in the agent
+      get.mockRestore();
+      expect(r.total).toBe(100);
+      expect(seen).toHaveLength(3);
+      expect(r.errors).toBe(100);
+      expect(r.statuses).toEqual({});
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
 });

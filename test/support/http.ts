@@ -10,6 +10,7 @@ export interface Answer {
 }
 
 export interface Listening {
+  port: number;
   get(path: string, headers?: Record<string, string>): Promise<Answer>;
   request(method: string, path: string, headers?: Record<string, string>): Promise<Answer>;
   close(): Promise<void>;
@@ -32,6 +33,7 @@ export async function listen(app: express.Express): Promise<Listening> {
       req.end();
     });
   return {
+    port,
     get: (path, headers = {}) => request('GET', path, headers),
     request,
     async close() {

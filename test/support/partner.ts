@@ -31,6 +31,8 @@ export async function startPartner(
     deprecations?: PartnerAppDeps['deprecations'];
     /** The refused-key shortcut (http/refused-shortcut.ts), as in production; false: every request walks the app. */
     refusedShortcut?: boolean;
+    /** Refused keys' 429s held (http/refusal-hold.ts); default none: written at once. */
+    refusalHold?: { ms: number; max: number };
   } = {},
 ): Promise<PartnerInstance> {
   const pool = db.partnerPool();
@@ -47,7 +49,7 @@ export async function startPartner(
     redisBudgetMs: 2_000,
   });
   const app = createPartnerApp({
-    config: { env: 'test' },
+    config: { env: 'test', refusalHold: options.refusalHold },
     logger,
     pool,
     guard: guard.handlers,

@@ -33,6 +33,8 @@ export function startServerProcess(
       SEED_DEMO_DATA: 'false',
       SHUTDOWN_TIMEOUT_MS: String(options.shutdownTimeoutMs),
       REDIS_URL: '',
+      // tests that count 429s send them back to back; holding them (http/refusal-hold.ts) has its own tests
+      RATE_LIMIT_REFUSAL_HOLD_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
