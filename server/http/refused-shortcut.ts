@@ -15,12 +15,14 @@
  *   declared REST endpoint other than the free ones (limiters.ts refusalFor);
  * - the request id, HSTS and compression's `Vary` (a 429 body is below its
  *   threshold) as the preamble sets them, the limiter's rate-limit headers
- *   (built once per refusal and second) and the contract's error body, written
- *   at once (one `writeHead` and `end`: no header object, no `res.send`);
+ *   (built once per refusal and second) and the contract's error body, in one
+ *   `writeHead` and `end` (no header object, no `res.send`), after the hold
+ *   (refusal-hold.ts: the key keeps sending before its Retry-After);
  * - then, without waiting for `finish`, the access-log line, the request-log
  *   entry and the guard's accounting, each by the function the usual way's
- *   `finish` listener calls. What a flood of 429s costs the server is then
- *   mostly node:http's own work (docs/PERFORMANCE.md, the flood).
+ *   `finish` listener calls. What a 429 costs the server is then mostly
+ *   node:http's own work, and the hold bounds how many a flood gets
+ *   (docs/PERFORMANCE.md, the flood).
  *
  * Anything else, and any key not refused, goes on unchanged.
  */

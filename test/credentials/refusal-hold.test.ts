@@ -6,11 +6,13 @@
  */
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Response } from 'express';
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../server/config';
 import { RefusalHold, refusalHold } from '../../server/http/refusal-hold';
+import { createPartnerServer } from '../../server/http/server';
 import { rateLimitRefusalsHeld } from '../../server/metrics';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { listen, type Listening } from '../support/http';
@@ -225,6 +227,32 @@ describe('through the partner app', () => {
     expect(late.status).toBe(429);
     expect(JSON.parse(late.body)).toEqual({ ...JSON.parse(refused.body), request_id: late.headers['x-request-id'] });
     expect(late.headers['x-ratelimit-limit-minute']).toBe('1');
+  });
+
+  test("a shutdown's drain waits for a held 429, written with Connection: close", async () => {
+    await awaitRoomInMinute(15_000);
+    const flooder = await issueKey(db.owner, { plan: await createPlan(db.owner, 1, 1000, null) });
+    await credentialsSettled(db, partner);
+    const own = createPartnerServer({ tls: undefined }, partner.app);
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+    const port = (own.address() as AddressInfo).port;
+    const get = () =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const agent = new http.Agent({ keepAlive: true });
+        http
+          .get({ host: '127.0.0.1', port, path: TEST, headers: bearer(flooder.apiKey), agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          })
+          .on('error', reject);
+      });
+    expect((await get()).status).toBe(200);
+    expect((await get()).status).toBe(429); // now refused in process
+    const heldAnswer = get();
+    await new Promise((r) => setTimeout(r, 50)); // received and held
+    const drained = own.drain(5_000);
+    expect(await heldAnswer).toEqual({ status: 429, connection: 'close' });
+    expect((await drained).destroyed).toBe(0);
   });
 
   test('a client that closes while held gets nothing and leaves no log line', async () => {
