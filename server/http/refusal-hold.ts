@@ -5,8 +5,10 @@
  * Retry-After. Its next 429 is written half to all of `ms` later, at random, and
  * at most when the refusing window ends. (At random: a flood's connections
  * would otherwise stay in step, their answers all due in the same millisecond
- * every `ms`, a burst that holds up everyone else's answers.) Over HTTP/1.1 a connection carries one request at a time, so a
- * client flooding over N connections gets at most N answers per `ms`: a flood of
+ * every `ms`, a burst that holds up everyone else's answers.)
+ *
+ * Over HTTP/1.1 a connection carries one request at a time, so a client
+ * flooding over N connections gets about N answers per 0.75 `ms`: a flood of
  * 429s then costs the server, and the other keys sharing its cores, almost
  * nothing. A client that honours Retry-After retries when it would have:
  * Retry-After is counted when the 429 is written, to the same window end. Each
