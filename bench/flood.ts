@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { DEFAULT_REFUSAL_HOLD } from '../server/config';
 import type { BenchArgs } from './args';
 import { track } from './children';
 import { median, medianRange } from './environment';
@@ -235,7 +236,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     `\nflood offered at ${args.floodRate} req/s (${args.floodConnections} connections), reached ${medianRange(floods.map((f) => f.rps))} req/s; ` +
       `${answered} answered, ${refused} of them non-2xx (429s), ${floods.reduce((n, f) => n + f.errors, 0)} errors ` +
       `(due but unanswered when the flood's client stopped: its requests wait for one of its connections; ` +
-      `the server's RATE_LIMIT_REFUSAL_HOLD_MS=${process.env.RATE_LIMIT_REFUSAL_HOLD_MS ?? '1000 (the default)'})`,
+      `the server's RATE_LIMIT_REFUSAL_HOLD_MS=${process.env.RATE_LIMIT_REFUSAL_HOLD_MS ?? `${DEFAULT_REFUSAL_HOLD.ms} (the default)`})`,
   );
   const cpu = cpuUsOf(floodAlone);
   if (cpu.length) {

@@ -60,6 +60,9 @@ export interface Config {
   testClock: Date | undefined;
 }
 
+/** A refused key's 429s held (http/refusal-hold.ts) when RATE_LIMIT_REFUSAL_HOLD_MS and _MAX are unset. */
+export const DEFAULT_REFUSAL_HOLD = { ms: 1000, max: 1000 } as const;
+
 export const projectRoot = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -163,8 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       startTimeoutMs: int('EMBEDDED_PG_START_TIMEOUT_MS', 30000, env),
     },
     refusalHold: {
-      ms: ms('RATE_LIMIT_REFUSAL_HOLD_MS', 1000, 0, 60_000, env),
-      max: int('RATE_LIMIT_REFUSAL_HOLD_MAX', 1000, env),
+      ms: ms('RATE_LIMIT_REFUSAL_HOLD_MS', DEFAULT_REFUSAL_HOLD.ms, 0, 60_000, env),
+      max: int('RATE_LIMIT_REFUSAL_HOLD_MAX', DEFAULT_REFUSAL_HOLD.max, env),
     },
     requestLog: requestLogMode(env),
     email: emailConfig(env, nodeEnv === 'production', projectRoot, int('PORT', 3000, env)),

@@ -120,6 +120,8 @@ export interface RateLimitContext {
   general?: Triple;
   /** Refused by the process's memory of a full bucket (Refusal), not by Redis: its 429 is counted by the guard. */
   refusedLocally?: boolean;
+  /** That memory, as refusalFor found it (its 429's headers are kept on it: refusalAnswer). */
+  refusal?: Refusal;
 }
 
 export interface LimiterOptions {
@@ -426,6 +428,7 @@ export class PartnerRateLimits {
     if (!outcome) return undefined;
     ctx.outcome = outcome;
     ctx.refusedLocally = true;
+    ctx.refusal = this.store.refusals.get(keyId); // knownRefusal kept it
     return ctx;
   }
 
@@ -496,29 +499,24 @@ export class PartnerRateLimits {
    * and Retry-After (name and value in turn, as reject() sets them) and the error body's fields.
    * Counted as reject() counts. Within one second a refusal's headers do not change (the window
    * ends are whole seconds, so the seconds left to each are the same all through it, and the counts
-   * are the refusal's), so they are built once per refusal and second. A 429 held
-   * (http/refusal-hold.ts) may be written after its refusal was forgotten or replaced (its window
-   * turned, the plan changed): it is built from its own context then, and not kept.
+   * are the refusal's), so they are built once per refusal and second: on the refusal refusalFor
+   * found, which a 429 held (http/refusal-hold.ts) keeps even if the process has forgotten or
+   * replaced it meanwhile (its window turned, the plan changed).
    */
   refusalAnswer(ctx: RateLimitContext): RefusalAnswer {
     const bucket = ctx.outcome!.rejectedBy!;
     rateLimitLocalRefusals.inc({ bucket });
     rateLimitRejections.inc({ bucket });
     ctx.refund = this.refundAnswer; // a refused request has nothing to give back (a no-op)
-    const found = this.store.refusals.get(ctx.keyId);
-    const same =
-      found?.bucket === bucket &&
-      found.until === ctx.windows!.end[bucket] &&
-      BUCKETS.every((b) => found.limits[b] === ctx.limits[b]);
-    const refusal = same ? found : undefined;
+    const refusal = ctx.refusal!;
     const now = Date.now();
     const second = Math.floor(now / 1000);
-    let answer = refusal?.answer;
+    let answer = refusal.answer;
     if (answer === undefined || answer.second !== second) {
       const { pairs, general } = rateLimitHeaders(ctx.keyId, ctx.limits, ctx.windows!, ctx.outcome!.used, now);
       pairs.push('Retry-After', String(secondsUntil(ctx.windows!.end[bucket])));
       answer = { second, headers: pairs, general, limit: ctx.limits[bucket]!, bucket };
-      if (refusal) refusal.answer = answer;
+      refusal.answer = answer;
     }
     ctx.general = answer.general;
     return answer;
