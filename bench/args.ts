@@ -37,6 +37,8 @@ export interface BenchArgs {
   floodConnections: number;
   /** --flood-only: the flood phase and nothing else. */
   floodOnly: boolean;
+  /** --flood-address: the flood sends made-up keys (an address over the failed-auth limit), not a refused key. */
+  floodAddress: boolean;
   /**
    * The 4xx-flood phase (bench/log-flood.ts, off unless asked): one key's 400s at `logFloodRate`
    * req/s for two whole UTC minutes (2–3 min), entries stored per minute, another key measured.
@@ -51,8 +53,10 @@ export interface BenchArgs {
 
 export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--connections N] [--rate R] [--db-samples N]
                        [--only bar,search,...] [--explain] [--explain-only] [--explain-dir D] [--no-db] [--no-http] [--no-ratio] [--seed S]
-                       [--runs N] [--no-warm] [--no-pgbench] [--no-compressed] [--no-flood] [--flood-only] [--flood-rate R] [--flood-connections N]
+                       [--runs N] [--no-warm] [--no-pgbench] [--no-compressed] [--no-flood] [--flood-only] [--flood-rate R] [--flood-connections N] [--flood-address]
                        [--log-flood] [--log-flood-only] [--log-flood-rate R] [--log-flood-request-log errors|all|off]
+  --flood-address: the 429 flood comes from an address over the failed-authentication limit (made-up keys) instead
+               of a key whose plan is used up
   --log-flood: a 4xx flood (one key's 400s at --log-flood-rate req/s, default 2,000) for two whole UTC minutes
                (2–3 min): the request log's entries stored per minute (at most 1,000) and another key's req/s and p99;
                --log-flood-request-log off runs the same flood without the log (what the flood alone costs)
@@ -102,6 +106,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
       'flood-only': { type: 'boolean' },
       'flood-rate': { type: 'string' },
       'flood-connections': { type: 'string' },
+      'flood-address': { type: 'boolean' },
       'log-flood': { type: 'boolean' },
       'log-flood-only': { type: 'boolean' },
       'log-flood-rate': { type: 'string' },
@@ -139,6 +144,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchArg
     floodRate: positive('flood-rate', values['flood-rate'], 10_000),
     floodConnections: Math.round(positive('flood-connections', values['flood-connections'], 50)),
     floodOnly,
+    floodAddress: values['flood-address'] ?? false,
     logFlood: logFloodOnly || (!only && !explainOnly && (values['log-flood'] ?? false)),
     logFloodRate: positive('log-flood-rate', values['log-flood-rate'], 2_000),
     logFloodOnly,

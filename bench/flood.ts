@@ -11,17 +11,22 @@
  * 429s (after its first request every answer should be a 429 answered in
  * process: no Redis, no PostgreSQL), Redis commands per measured request, and
  * what one 429 costs the server in CPU (the flood key alone at autocannon's max
- * rate on a server that writes 429s at once, before the measured runs), hence
+ * rate on a server that writes 429s at once, after the measured runs), hence
  * how many cores `--flood-rate` would take unheld, and the floor under it: the
  * same 429 (captured: status, headers, body) given as it is by node:http alone
  * (the bare server), with the load generator's CPU per request beside both.
+ * With --flood-address the flood sends a made-up key instead: its address goes
+ * over the failed-authentication limit (the measured key, valid and known, is
+ * still served from the same address).
  */
 import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { DEFAULT_REFUSAL_HOLD } from '../server/config';
+import { FAILED_AUTH_LIMIT } from '../server/ratelimit/limiters';
 import type { BenchArgs } from './args';
 import { track } from './children';
 import { median, medianRange } from './environment';
@@ -88,9 +93,21 @@ async function redisCommands(redis: Redis): Promise<number> {
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
 }
 
-/** The flood key's one request of the minute, then its first 429 (from here on refused in process). */
-async function primeFloodKey(url: string, key: string): Promise<void> {
-  for (let i = 0; i < 2; i++) await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+/**
+ * What the flood sends: a key on a 1-request-a-minute plan, or (--flood-address) a made-up key, so that
+ * the bench's address goes over the failed-authentication limit (the measured key, valid and already
+ * known, is still served from it).
+ */
+async function floodingKey(args: BenchArgs): Promise<{ key: string; refusedAfter: number }> {
+  if (args.floodAddress)
+    return { key: `pbk_${randomBytes(32).toString('base64url')}`, refusedAfter: FAILED_AUTH_LIMIT };
+  return { key: await floodKey(args.databaseUrl), refusedAfter: 1 };
+}
+
+/** The flood's requests until its first 429 (from here on refused in process). */
+async function primeFlood(url: string, flooding: { key: string; refusedAfter: number }): Promise<void> {
+  for (let i = 0; i <= flooding.refusedAfter; i++)
+    await fetch(url, { headers: { authorization: `Bearer ${flooding.key}` } });
 }
 
 /**
@@ -98,7 +115,12 @@ async function primeFloodKey(url: string, key: string): Promise<void> {
  * on a server of its own that writes refused 429s at once (RATE_LIMIT_REFUSAL_HOLD_MS=0: held, a
  * connection gets one a second and the CPU per answer would be mostly idle time); and its answer.
  */
-async function floodAloneCost(args: BenchArgs, key: string, floodPath: string, poolMax: number) {
+async function floodAloneCost(
+  args: BenchArgs,
+  flooding: { key: string; refusedAfter: number },
+  floodPath: string,
+  poolMax: number,
+) {
   const server = await startFullServer({
     databaseUrl: args.databaseUrl,
     redisUrl: args.redisUrl,
@@ -106,10 +128,10 @@ async function floodAloneCost(args: BenchArgs, key: string, floodPath: string, p
     logFile: path.join(os.tmpdir(), 'bench-flood-alone-server.log'),
     extraEnv: { RATE_LIMIT_REFUSAL_HOLD_MS: '0' },
   });
-  const floodHeaders = { authorization: `Bearer ${key}` };
+  const floodHeaders = { authorization: `Bearer ${flooding.key}` };
   const runs: LoadResult[] = [];
   try {
-    await primeFloodKey(`${server.url}${floodPath}`, key);
+    await primeFlood(`${server.url}${floodPath}`, flooding);
     for (let run = 0; run < args.runs; run++)
       runs.push(
         await withCpu(server.pid, () =>
@@ -131,9 +153,9 @@ async function floodAloneCost(args: BenchArgs, key: string, floodPath: string, p
 export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
   const measured = list.find((e) => e.name === 'bar') ?? list[0];
   if (!measured) return undefined;
-  const key = await floodKey(args.databaseUrl);
+  const flooding = await floodingKey(args);
+  const key = flooding.key;
   const floodPath = `${PREFIX}${measured.fixed.path}`;
-  const { runs: floodAlone, canned429 } = await floodAloneCost(args, key, floodPath, poolMax);
   // the server as `npm start` runs it (refused keys' 429s held as RATE_LIMIT_REFUSAL_HOLD_MS says)
   const server = await startFullServer({
     databaseUrl: args.databaseUrl,
@@ -153,7 +175,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   let redisFlooded = 0;
   try {
     await runLoad({ url: server.url, nextPath, connections: 10, duration: 1, headers }); // warm-up
-    await primeFloodKey(`${server.url}${floodPath}`, key);
+    await primeFlood(`${server.url}${floodPath}`, flooding);
     for (let run = 0; run < args.runs; run++) {
       let before = await redisCommands(redis);
       const quiet = await runLoad({
@@ -186,6 +208,9 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     redis.disconnect();
     await server.stop();
   }
+  // After the measured server (one server at a time): with --flood-address its failures, counted in Redis
+  // for the minute, would have kept the measured key from its first lookup there.
+  const { runs: floodAlone, canned429 } = await floodAloneCost(args, flooding, floodPath, poolMax);
   if (canned429) {
     // The floor: the same 429 from node:http alone (after the full server stopped: one server at a time).
     const bare = await startBareServer({
@@ -218,7 +243,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     );
   const errs = (r: LoadResult[]) => r.reduce((n, x) => n + x.errors + x.non2xx, 0);
   console.log(
-    `\n## A 429 flood (one key at ${args.floodRate} req/s, a 1-request-a-minute plan) against \`${measured.name}\` of another key (${args.connections} connections, ${args.duration} s; median (min–max) of ${args.runs} runs)\n`,
+    `\n## A 429 flood (${args.floodAddress ? 'one address over the failed-authentication limit, made-up keys' : 'one key, a 1-request-a-minute plan'}, at ${args.floodRate} req/s) against \`${measured.name}\` of another key (${args.connections} connections, ${args.duration} s; median (min–max) of ${args.runs} runs)\n`,
   );
   console.log(
     '| other key | max req/s | errors+non2xx | p99 ms at ' + rate + ' req/s | errors+non2xx | redis cmds/req |',

@@ -216,7 +216,7 @@ export const rateLimitLateCountsGivenBack = new Counter({
 /** 429s answered from the process's memory of a full bucket, without Redis (ratelimit/limiters.ts). */
 export const rateLimitLocalRefusals = new Counter({
   name: 'partner_rate_limit_local_refusals_total',
-  help: 'Requests refused with 429 locally (the key was refused earlier in the same window), by bucket',
+  help: 'Requests refused with 429 locally (the key, or for failed_auth the address, was refused earlier in the same window), by bucket',
   labelNames: ['bucket'] as const,
   registers: [registry],
 });

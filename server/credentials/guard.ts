@@ -33,7 +33,7 @@ import { DeprecatedCallTally } from '../usage/deprecated-calls';
 import { deprecatedCallsOf } from '../contract/deprecations';
 import { NO_ENDPOINT, endpointOf } from '../contract/match';
 import { CredentialsChangeListener } from './change-listener';
-import { IdentityCache, type StoredIdentity } from './identity-cache';
+import { IdentityCache, type IdentityCacheOptions, type StoredIdentity } from './identity-cache';
 import { hashApiKey, presentedKey } from './key';
 
 export interface PartnerGuardOptions {
@@ -54,6 +54,8 @@ export interface PartnerGuardOptions {
   redisPrefix?: string;
   logger: Logger;
   usageFlushMs?: number;
+  /** The identity cache's settings (its entries' age, its sizes); tests shorten the age. */
+  identityCache?: IdentityCacheOptions;
 }
 
 export interface PartnerGuard {
@@ -101,7 +103,7 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     ? new RedisBreaker(redis, { budgetMs: options.redisBudgetMs ?? 50, probeMs: options.redisProbeMs ?? 1000, logger })
     : undefined;
   const limits = new PartnerRateLimits({ redis, breaker, redisPrefix, logger, endpointOf });
-  const cache = new IdentityCache(pool);
+  const cache = new IdentityCache(pool, options.identityCache);
   const listener = new CredentialsChangeListener({
     connectionString: options.databaseUrl,
     role: options.listenerRole ?? 'bar_partner',
@@ -137,13 +139,16 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
   // Addresses over the failed-auth limit, known locally until their window ends (no Redis round trip).
   const blocked = new Map<string, number>();
   const failedAuthKey = (req: Request) => `${windowStart('minute', Date.now())}:${clientAddress(req)}`;
-  const isBlocked = async (req: Request): Promise<boolean> => {
+  /** Until when this process blocks the request's address, if it does. */
+  const blockedUntil = (req: Request): number | undefined => {
     const address = clientAddress(req);
     const until = blocked.get(address);
-    if (until !== undefined) {
-      if (until > Date.now()) return true;
-      blocked.delete(address);
-    }
+    if (until === undefined || until > Date.now()) return until;
+    blocked.delete(address);
+    return undefined;
+  };
+  const isBlocked = async (req: Request): Promise<boolean> => {
+    if (blockedUntil(req) !== undefined) return true;
     const hits = (await limits.failedAuth.getKey(failedAuthKey(req)))?.totalHits ?? 0;
     return hits >= FAILED_AUTH_LIMIT;
   };
@@ -218,10 +223,13 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
     const hash = hashedByShortcut.get(req) ?? hashApiKey(presented.key);
     const cached = cache.peek(hash);
     // An address over the failed-auth limit gets its 429 before any database lookup of an uncached
-    // key (cached valid keys are still served; unknown keys are cached negatively).
+    // key (valid keys known to the cache are still served, re-read when their entry has aged out;
+    // unknown keys are cached negatively).
     const known: Promise<StoredIdentity | null> = cached
       ? Promise.resolve(cached.identity)
-      : isBlocked(req).then((b) => (b ? BLOCKED : cache.lookup(hash)));
+      : cache.wasValid(hash)
+        ? cache.lookup(hash)
+        : isBlocked(req).then((b) => (b ? BLOCKED : cache.lookup(hash)));
     known.then((identity) => {
       if (identity === BLOCKED) return fail(req, res, next, 401, 'Invalid API key'); // counted: 429
       if (!identity) return fail(req, res, next, 401, 'Invalid API key');
@@ -233,11 +241,17 @@ export async function createPartnerGuard(options: PartnerGuardOptions): Promise<
   };
 
   const knownRefusal = (req: Request): KnownRefusalAnswer | undefined => {
-    if (!limits.refusing) return undefined; // no key refused: nothing to look up
+    if (!limits.refusing && blocked.size === 0) return undefined; // no key or address refused: nothing to look up
     const presented = presentedKey(req);
-    if (presented.kind !== 'key') return undefined;
-    const hash = hashApiKey(presented.key);
-    const identity = cache.peek(hash)?.identity;
+    const hash = presented.kind === 'key' ? hashApiKey(presented.key) : undefined;
+    const identity = hash === undefined ? undefined : cache.peek(hash)?.identity;
+    // A blocked address is refused whatever key it sends, but a valid one known already (authenticate()).
+    if (!identity && blocked.size > 0 && !(hash && cache.wasValid(hash))) {
+      const until = blockedUntil(req);
+      const refused = until !== undefined ? limits.failedAuthRefusal(req, until) : undefined;
+      if (refused) return refused;
+    }
+    if (!hash) return undefined;
     const ctx = identity && !refusal(identity, Date.now()) && limits.refusalFor(req, identity.keyId, identity.limits);
     if (!ctx) {
       hashedByShortcut.set(req, hash); // unknown, a 403 or not refused: authenticate() takes this hash

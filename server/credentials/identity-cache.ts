@@ -97,6 +97,15 @@ export class IdentityCache {
     return undefined;
   }
 
+  /**
+   * Whether the key hash was a valid key when last read, however long ago (no flush since): its
+   * entry may have aged out of `peek`, but reading it again tells a blocked address nothing it did
+   * not know (guard.ts: a blocked address is not looked up for other keys).
+   */
+  wasValid(keyHash: Buffer): boolean {
+    return this.trusted && this.entries.has(keyHash.toString('hex'));
+  }
+
   async lookup(keyHash: Buffer): Promise<StoredIdentity | null> {
     const id = keyHash.toString('hex');
     if (this.trusted) {

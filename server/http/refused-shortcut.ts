@@ -1,30 +1,34 @@
 /**
- * The 429 for a key this process already refuses, given first in the app.
+ * The 429 for a key or an address this process already refuses, given first in the app.
  *
  * Once a bucket has refused a key, the process refuses it itself until that
- * window ends (ratelimit/limiters.ts Refusal): no Redis, no PostgreSQL. A flood
- * of such requests still walked the whole app (compression, the public
- * routers, express-rate-limit's chain) for an answer known in advance. Here it
- * is given before that walk, with the same parts that give it on the usual
- * way, so the answer, the access-log line, the request-log entry and the usage
- * counts are the same (test/credentials/refused-shortcut.test.ts compares
- * both ways):
+ * window ends (ratelimit/limiters.ts Refusal): no Redis, no PostgreSQL. So it
+ * does an address over the failed-auth limit (guard.ts), whatever key it sends
+ * but a valid one already known. A flood of such requests still walked the
+ * whole app (compression, the public routers, express-rate-limit's chain; for
+ * an address, the failure counted in Redis again) for an answer known in
+ * advance. Here it is given before that walk, with the same parts that give it
+ * on the usual way, so the answer, the access-log line, the request-log entry
+ * and the usage counts are the same (test/credentials/refused-shortcut.test.ts
+ * compares both ways):
  *
  * - only where the usual way reaches the guard: GET or HEAD (405 first), an
  *   Accept the path serves (406 first), clean key headers (400 first), a
- *   declared REST endpoint other than the free ones (limiters.ts refusalFor);
+ *   declared REST endpoint, for a key not the free ones (limiters.ts
+ *   refusalFor, failedAuthRefusal);
  * - the request id, HSTS and compression's `Vary` (a 429 body is below its
  *   threshold) as the preamble sets them, the limiter's rate-limit headers
- *   (built once per refusal and second) and the contract's error body, in one
- *   `writeHead` and `end` (no header object, no `res.send`), after the hold
- *   (refusal-hold.ts: the key keeps sending before its Retry-After);
+ *   (a key's, built once per refusal and second) and the contract's error
+ *   body, in one `writeHead` and `end` (no header object, no `res.send`),
+ *   after the hold (refusal-hold.ts: the key or address keeps sending before
+ *   its Retry-After);
  * - then, without waiting for `finish`, the access-log line, the request-log
  *   entry and the guard's accounting, each by the function the usual way's
  *   `finish` listener calls. What a 429 costs the server is then mostly
  *   node:http's own work, and the hold bounds how many a flood gets
  *   (docs/PERFORMANCE.md, the flood).
  *
- * Anything else, and any key not refused, goes on unchanged.
+ * Anything else, and any key or address not refused, goes on unchanged.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { KnownRefusalAnswer } from '../ratelimit/limiters';

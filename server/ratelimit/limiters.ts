@@ -73,26 +73,31 @@ interface Refusal {
 }
 
 /**
- * What the guard gives the refused-key shortcut (http/refused-shortcut.ts) for a request of a key this
- * process refuses (guard.ts knownRefusal).
+ * What the guard gives the refused-key shortcut (http/refused-shortcut.ts) for a request this process
+ * refuses itself: a key's (a full bucket) or a blocked address's (the failed-auth limit; guard.ts
+ * knownRefusal).
  */
 export interface KnownRefusalAnswer {
-  /** When the refusing bucket's window ends (ms): the refusal's last instant. */
+  /** When the refusing window ends (ms): the refusal's last instant. */
   readonly until: number;
   /** Puts the guard's identity and context on the response (as authentication does) and gives the 429. */
-  answer(res: Response): RefusalAnswer;
+  answer(res: Response): Refused429;
   /** The guard's accounting of the answer (usage, history), once it is written. */
   account(res: Response): void;
 }
 
-/** A refused request's 429, for the refused-key shortcut to write (PartnerRateLimits.refusalAnswer). */
-export interface RefusalAnswer {
-  /** The rate-limit headers and Retry-After, name and value in turn. */
+/** A 429 the shortcut writes: its headers and its error body's fields. */
+export interface Refused429 {
+  /** The rate-limit headers (a key's) and Retry-After, name and value in turn. */
   readonly headers: readonly string[];
-  readonly general: Triple;
   /** The error body's fields: the refusing bucket and its limit. */
   readonly bucket: Bucket;
   readonly limit: number;
+}
+
+/** A refused key's 429, for the refused-key shortcut to write (PartnerRateLimits.refusalAnswer). */
+export interface RefusalAnswer extends Refused429 {
+  readonly general: Triple;
 }
 
 /** More refused keys than this at once: forgotten (they are asked of Redis again). */
@@ -430,6 +435,27 @@ export class PartnerRateLimits {
     ctx.refusedLocally = true;
     ctx.refusal = this.store.refusals.get(keyId); // knownRefusal kept it
     return ctx;
+  }
+
+  /**
+   * For the shortcut: the 429 of an address blocked until `until` (the failed-auth limit reached in
+   * this process), as the failed-auth limiter's handler gives it, without counting the failure in
+   * Redis (the count is already over the limit until the window ends). Only where the usual way
+   * reaches the guard's failure path: a declared REST endpoint (free ones too; not GraphQL, whose
+   * requests take their own way).
+   */
+  failedAuthRefusal(req: Request, until: number): KnownRefusalAnswer | undefined {
+    const endpoint = this.options.endpointOf(req);
+    if (endpoint === NO_ENDPOINT || endpoint === GRAPHQL_ENDPOINT) return undefined;
+    return {
+      until,
+      answer() {
+        rateLimitLocalRefusals.inc({ bucket: 'failed_auth' });
+        rateLimitRejections.inc({ bucket: 'failed_auth' });
+        return { headers: ['Retry-After', String(secondsUntil(until))], bucket: 'minute', limit: FAILED_AUTH_LIMIT };
+      },
+      account() {}, // no key: no usage; the usual way's count in Redis is already over the limit
+    };
   }
 
   /** The 429 of a refused request: the rate-limit headers, Retry-After, the contract's error body. */

@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { hashApiKey } from '../../server/credentials/key';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import {
   awaitRoomInMinute,
@@ -254,6 +255,29 @@ describe('API key authentication', () => {
         .set(bearer('pbk_' + 'D'.repeat(43)))
         .expect(429);
       await request(c.app).get(TEST).set(bearer(key.apiKey)).expect(200);
+    });
+
+    test("a blocked address: a valid key whose cache entry aged out is read again and served; others aren't looked up", async () => {
+      const aging = await startPartner(db, { identityCache: { maxAgeMs: 300 } });
+      try {
+        await awaitRoomInMinute(15_000);
+        await request(aging.app).get(TEST).set(bearer(key.apiKey)).expect(200); // cached, valid
+        for (let i = 0; i < 30; i++) await request(aging.app).get(TEST).expect(401);
+        await request(aging.app).get(TEST).expect(429); // the address is blocked
+        await new Promise((r) => setTimeout(r, 400)); // the key's entry has aged out
+        expect(aging.guard.cache.peek(hashApiKey(key.apiKey))).toBeUndefined();
+        const lookups = jest.spyOn(aging.guard.cache, 'lookup');
+        await request(aging.app).get(TEST).set(bearer(key.apiKey)).expect(200);
+        expect(lookups).toHaveBeenCalledTimes(1); // read again
+        lookups.mockClear();
+        await request(aging.app)
+          .get(TEST)
+          .set(bearer('pbk_' + 'G'.repeat(43)))
+          .expect(429);
+        expect(lookups).not.toHaveBeenCalled(); // an unknown key is not looked up from a blocked address
+      } finally {
+        await aging.close();
+      }
     });
   });
 });

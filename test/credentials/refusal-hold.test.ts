@@ -275,4 +275,40 @@ describe('through the partner app', () => {
     await new Promise((r) => setTimeout(r, HOLD_MS + 100)); // past the hold: nothing is written late
     expect(lines.slice(linesBefore).filter((l) => l.msg === 'request' && l.status === 429)).toEqual([]);
   });
+
+  test("a blocked address's further 429s are held too; a valid key it sends is not", async () => {
+    // an instance of its own: its guard blocks this test's address (127.0.0.1) for the rest of the minute
+    await awaitRoomInMinute(20_000);
+    const own = await startPartner(db, { refusalHold: { ms: HOLD_MS, max: 10 } });
+    const ownServer = await listen(own.app);
+    try {
+      const valid = await issueKey(db.owner, { plan: 'standard' });
+      await credentialsSettled(db, own);
+      expect((await ownServer.get(TEST, bearer(valid.apiKey))).status).toBe(200); // known before the block
+      for (let i = 0; i < 30; i++) expect((await ownServer.get(TEST)).status).toBe(401);
+      const timedHere = async (headers: Record<string, string>) => {
+        const started = performance.now();
+        const answer = await ownServer.get(TEST, headers);
+        return { ...answer, ms: performance.now() - started };
+      };
+      const first = await timedHere({}); // refused by the failed-auth limiter: not held
+      expect(first.status).toBe(429);
+      expect(first.ms).toBeLessThan(HOLD_MS / 2);
+      const written = await held('written');
+      const [next, served] = await Promise.all([
+        timedHere(bearer(`pbk_${'F'.repeat(43)}`)),
+        timedHere(bearer(valid.apiKey)),
+      ]);
+      expect([next.status, served.status]).toEqual([429, 200]);
+      expect(next.ms).toBeGreaterThanOrEqual(HOLD_MS / 2 - 5);
+      expect(served.ms).toBeLessThan(HOLD_MS / 2 - 50);
+      expect(await held('written')).toBe(written + 1);
+      expect(JSON.parse(next.body)).toEqual({ ...JSON.parse(first.body), request_id: next.headers['x-request-id'] });
+      expect(Number(next.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(next.headers['retry-after'])).toBeLessThanOrEqual(Number(first.headers['retry-after']));
+    } finally {
+      await ownServer.close();
+      await own.close();
+    }
+  });
 });

@@ -254,6 +254,75 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
       spy.mockRestore();
     }
   });
+
+  test("a blocked address (the failed-auth limit): the same 429s either way, the shortcut's without Redis", async () => {
+    await awaitRoomInMinute(20_000);
+    const from = (address: string, headers: Record<string, string> = {}) => ({
+      'X-Forwarded-For': address,
+      ...headers,
+    });
+    const A = '203.0.113.9';
+    // a valid key, known to the identity cache before its address is blocked
+    const valid = await issueKey(db.owner, { plan: 'standard' });
+    await credentialsSettled(db, { guard });
+    expect((await counting.get(`${P}/test_endpoint`, from(A, bearer(valid.apiKey)))).status).toBe(200);
+    for (let i = 0; i < 30; i++) expect((await counting.get(`${P}/test_endpoint`, from(A))).status).toBe(401);
+    expect((await counting.get(`${P}/test_endpoint`, from(A))).status).toBe(429); // the usual way blocks A
+    const refusals = jest.spyOn(PartnerRateLimits.prototype, 'failedAuthRefusal');
+    try {
+      const requests: [string, Record<string, string>][] = [
+        [`${P}/test_endpoint`, {}],
+        [`${P}/test_endpoint`, { 'X-API-Key': 'nope' }],
+        [`${P}/bars/12`, bearer(`pbk_${'E'.repeat(43)}`)], // well formed, unknown, never looked up
+        [`${P}/usage`, { 'X-Forwarded-Proto': 'https', 'Accept-Encoding': 'gzip, br' }], // a free endpoint too
+      ];
+      shortcut.log.lines.length = 0;
+      usual.log.lines.length = 0;
+      for (const [path, headers] of requests) {
+        refusals.mockClear();
+        const scriptsBefore = await scriptCalls(redis);
+        const a = await shortcut.server.get(path, from(A, headers));
+        expect(await scriptCalls(redis)).toBe(scriptsBefore); // the failure not counted again
+        expect(refusals.mock.results.map((r) => r.value !== undefined)).toEqual([true]);
+        const b = await usual.server.get(path, from(A, headers));
+        expect(await scriptCalls(redis)).toBe(scriptsBefore + 1); // the usual way counts it in Redis
+        expect([path, a.status, b.status]).toEqual([path, 429, 429]);
+        expect(comparable(a.headers)).toEqual(comparable(b.headers));
+        expect(Math.abs(Number(a.headers['retry-after']) - Number(b.headers['retry-after']))).toBeLessThanOrEqual(1);
+        expect(Number(a.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        expect(JSON.parse(a.body)).toEqual({
+          error: 'Rate limit exceeded',
+          limit: 30,
+          period: 'minute',
+          request_id: a.headers['x-request-id'],
+        });
+        expect(bodyOf(a.body)).toEqual(bodyOf(b.body));
+      }
+      const line = (l: Record<string, unknown>) => {
+        const { time: _t, pid: _p, hostname: _h, requestId: _r, durationMs: _d, ...rest } = l;
+        return rest;
+      };
+      expect(shortcut.log.lines).toHaveLength(requests.length);
+      expect(shortcut.log.lines.map(line)).toEqual(usual.log.lines.map(line));
+
+      // where the usual way does otherwise, the shortcut stands aside
+      refusals.mockClear();
+      const aside: [string, string, Record<string, string>, number][] = [
+        ['GET', `${P}/test_endpoint`, from(A, bearer(valid.apiKey)), 200], // a valid key already known: served
+        ['GET', `${P}/nowhere`, from(A), 429], // no declared route: the guard refuses it the usual way
+        ['GET', `${P}/test_endpoint`, from(A, { Accept: 'text/html' }), 406],
+        ['POST', `${P}/test_endpoint`, from(A), 405],
+        ['GET', `${P}/test_endpoint`, from('203.0.113.10'), 401], // another address
+      ];
+      for (const [method, path, headers, status] of aside) {
+        const a = await shortcut.server.request(method, path, headers);
+        expect([method, path, a.status]).toEqual([method, path, status]);
+      }
+      expect(refusals.mock.results.filter((r) => r.value !== undefined)).toHaveLength(0);
+    } finally {
+      refusals.mockRestore();
+    }
+  });
 });
 
 /** EVALSHA and EVAL calls so far (INFO commandstats of this test's own redis-server). */

@@ -33,6 +33,8 @@ export async function startPartner(
     refusedShortcut?: boolean;
     /** Refused keys' 429s held (http/refusal-hold.ts); default none: written at once. */
     refusalHold?: { ms: number; max: number };
+    /** The identity cache's settings (createPartnerGuard's `identityCache`). */
+    identityCache?: { maxAgeMs?: number };
   } = {},
 ): Promise<PartnerInstance> {
   const pool = db.partnerPool();
@@ -47,6 +49,7 @@ export async function startPartner(
     // Not the production 50 ms: on a loaded CI machine a slow reply would open the circuit and the
     // shared-count tests would see in-process counts (the breaker has its own tests).
     redisBudgetMs: 2_000,
+    identityCache: options.identityCache,
   });
   const app = createPartnerApp({
     config: { env: 'test', refusalHold: options.refusalHold },
