@@ -174,6 +174,12 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
   let redisQuiet = 0;
   let redisFlooded = 0;
   try {
+    if (args.floodAddress) {
+      // an earlier run's failures from this address, counted in Redis for their minute, would refuse
+      // the measured key's first lookup in this server: start in a minute of its own
+      const left = 60_000 - (Date.now() % 60_000);
+      await new Promise((r) => setTimeout(r, left + 200));
+    }
     await runLoad({ url: server.url, nextPath, connections: 10, duration: 1, headers }); // warm-up
     await primeFlood(`${server.url}${floodPath}`, flooding);
     for (let run = 0; run < args.runs; run++) {
@@ -209,7 +215,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     await server.stop();
   }
   // After the measured server (one server at a time): with --flood-address its failures, counted in Redis
-  // for the minute, would have kept the measured key from its first lookup there.
+  // for the minute, would have refused the measured key's first lookup there.
   const { runs: floodAlone, canned429 } = await floodAloneCost(args, flooding, floodPath, poolMax);
   if (canned429) {
     // The floor: the same 429 from node:http alone (after the full server stopped: one server at a time).
