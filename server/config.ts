@@ -47,7 +47,7 @@ export interface Config {
   webConcurrency: number;
   embedded: { dataDir: string; port: number; startTimeoutMs: number };
   /**
-   * A refused key's further 429s held before they are written (http/refusal-hold.ts):
+   * A refused key's (or blocked address's) further 429s held before they are written (http/refusal-hold.ts):
    * RATE_LIMIT_REFUSAL_HOLD_MS (default 1000, at most 60000; 0: at once) and, per process,
    * RATE_LIMIT_REFUSAL_HOLD_MAX held at once (default 1000; beyond it, written at once).
    */
@@ -60,7 +60,7 @@ export interface Config {
   testClock: Date | undefined;
 }
 
-/** A refused key's 429s held (http/refusal-hold.ts) when RATE_LIMIT_REFUSAL_HOLD_MS and _MAX are unset. */
+/** Refused keys' and addresses' 429s held (http/refusal-hold.ts) when RATE_LIMIT_REFUSAL_HOLD_MS and _MAX are unset. */
 export const DEFAULT_REFUSAL_HOLD = { ms: 1000, max: 1000 } as const;
 
 export const projectRoot = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..');

@@ -221,10 +221,10 @@ export const rateLimitLocalRefusals = new Counter({
   registers: [registry],
 });
 
-/** Refused keys' 429s held before they are written (http/refusal-hold.ts), by outcome. */
+/** Refused keys' and blocked addresses' 429s held before they are written (http/refusal-hold.ts), by outcome. */
 export const rateLimitRefusalsHeld = new Counter({
   name: 'partner_rate_limit_refusals_held_total',
-  help: "Refused keys' 429s held before being written: written, client_gone (closed while held), full (RATE_LIMIT_REFUSAL_HOLD_MAX held already: written at once)",
+  help: "Refused keys' and blocked addresses' 429s held before being written: written, client_gone (closed while held), full (RATE_LIMIT_REFUSAL_HOLD_MAX held already: written at once)",
   labelNames: ['outcome'] as const,
   registers: [registry],
 });

@@ -1,5 +1,5 @@
 /**
- * Holding a refused key's 429s (the refused-key shortcut's, refused-shortcut.ts).
+ * Holding a refused key's or blocked address's 429s (the refused-key shortcut's, refused-shortcut.ts).
  *
  * A key the process already refuses and that keeps sending has not waited its
  * Retry-After. Its next 429 is written half to all of `ms` later, at random, and
@@ -21,7 +21,7 @@ import type { Response } from 'express';
 import { rateLimitRefusalsHeld } from '../metrics';
 
 export interface RefusalHoldSettings {
-  /** How long a refused key's 429 is held (RATE_LIMIT_REFUSAL_HOLD_MS; 0: written at once). */
+  /** How long a refused key's or address's 429 is held (RATE_LIMIT_REFUSAL_HOLD_MS; 0: written at once). */
   ms: number;
   /** At most this many held at once in the process (RATE_LIMIT_REFUSAL_HOLD_MAX). */
   max: number;

@@ -46,7 +46,7 @@ export interface RefusedShortcutParts {
   logAnswer: AnswerLogger;
   /** The request log's entry (usage/request-log.ts RequestLog.record), when the log is kept. */
   recordAnswer?: (req: Request, res: Response, durationMs: number) => void;
-  /** How long a refused key's 429 is held before it is written (refusal-hold.ts); none: at once. */
+  /** How long a refused key's or address's 429 is held before it is written (refusal-hold.ts); none: at once. */
   hold?: RefusalHoldSettings;
 }
 
