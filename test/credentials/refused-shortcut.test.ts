@@ -313,12 +313,22 @@ describe('the refused-key shortcut gives what the usual way gives (own redis-ser
         ['GET', `${P}/test_endpoint`, from(A, { Accept: 'text/html' }), 406],
         ['POST', `${P}/test_endpoint`, from(A), 405],
         ['GET', `${P}/test_endpoint`, from('203.0.113.10'), 401], // another address
+        ['GET', `${P}/test_endpoint`, from(A, { 'X-API-Key': 'pbk_\xff\xfe' }), 400], // invalid UTF-8: 400 first
       ];
       for (const [method, path, headers, status] of aside) {
         const a = await shortcut.server.request(method, path, headers);
         expect([method, path, a.status]).toEqual([method, path, status]);
       }
       expect(refusals.mock.results.filter((r) => r.value !== undefined)).toHaveLength(0);
+      // huge and repeated input from the blocked address: its 429, never a 5xx
+      for (const [path, headers] of [
+        [`${P}/test_endpoint`, { 'X-API-Key': `pbk_${'A'.repeat(10_000)}` }],
+        [`${P}/bars/12?x=%00&x=%ff&${'y=1&'.repeat(500)}`, {}],
+        [`${P}/search?q=${'%C3%A9'.repeat(2_000)}`, bearer(`pbk_${'H'.repeat(43)}`)],
+      ] as [string, Record<string, string>][]) {
+        const a = await shortcut.server.get(path, from(A, headers));
+        expect([path.slice(0, 60), a.status]).toEqual([path.slice(0, 60), 429]);
+      }
     } finally {
       refusals.mockRestore();
     }
