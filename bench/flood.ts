@@ -3,8 +3,8 @@
  * minute, floods the full server at `--flood-rate` req/s (default 10,000; a
  * forked client, bench/flood-client.ts) while another key is measured on a
  * fixed request: max throughput (autocannon) and constant rate (p99), each
- * without and then with the flood, so the flood's cost to other keys shows as
- * the difference. The server is started as `npm start` runs it: a refused key's
+ * without and then with the flood (running 2 s already when the measured run
+ * starts, FLOOD_RAMP_MS), so the flood's cost to other keys shows as the difference. The server is started as `npm start` runs it: a refused key's
  * 429s are held (http/refusal-hold.ts), so the flood's 50 connections (--flood-connections)
  * get about 50 answers a second and the rest of its requests wait in its client (errors
  * when it stops). Also printed: the rate the flood reached and its share of
@@ -85,8 +85,37 @@ export function runFlood(
   });
 }
 
-const flood = (url: string, key: string, floodPath: string, args: BenchArgs) =>
-  runFlood(url, key, floodPath, { rate: args.floodRate, duration: args.duration, connections: args.floodConnections });
+/** How long a flood runs before the measured key's run starts: the client's fork, start-up and connections are not the flood. */
+export const FLOOD_RAMP_MS = 2000;
+/** How long it runs on after the measured run's end would be, so that its own end falls outside too. */
+const FLOOD_TAIL_MS = 1000;
+
+/**
+ * `measure` (one run of the measured key) while the flood runs: the flood started FLOOD_RAMP_MS before and
+ * ending after it, so the run sees the flood's steady state only (the log flood, bench/log-flood.ts, too).
+ */
+async function whileFlooding<T>(
+  url: string,
+  key: string,
+  floodPath: string,
+  args: BenchArgs,
+  measure: () => Promise<T>,
+): Promise<[T, LoadResult]> {
+  const flood = runFlood(url, key, floodPath, {
+    rate: args.floodRate,
+    duration: args.duration + (FLOOD_RAMP_MS + FLOOD_TAIL_MS) / 1000,
+    connections: args.floodConnections,
+  });
+  const failed = flood.then(
+    () => undefined,
+    (e: unknown) => e,
+  ); // (not an unhandled rejection while the ramp and the run go on)
+  await new Promise((r) => setTimeout(r, FLOOD_RAMP_MS));
+  const measured = await measure();
+  const error = await failed;
+  if (error) throw error;
+  return [measured, await flood];
+}
 
 async function redisCommands(redis: Redis): Promise<number> {
   const info = await redis.info('stats');
@@ -194,10 +223,9 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
       redisQuiet += ((await redisCommands(redis)) - before) / Math.max(1, quiet.total);
       runs.quiet.push(quiet);
       before = await redisCommands(redis);
-      const [flooded, f] = await Promise.all([
+      const [flooded, f] = await whileFlooding(server.url, key, floodPath, args, () =>
         runLoad({ url: server.url, nextPath, connections: args.connections, duration: args.duration, headers }),
-        flood(server.url, key, floodPath, args),
-      ]);
+      );
       redisFlooded += ((await redisCommands(redis)) - before) / Math.max(1, flooded.total);
       runs.flooded.push(flooded);
       floods.push(f);
@@ -206,7 +234,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     for (let run = 0; run < args.runs; run++) {
       const opts = { url: server.url, nextPath, connections: args.connections, duration: args.duration, rate, headers };
       paced.quiet.push(await runPaced(opts));
-      const [flooded, f] = await Promise.all([runPaced(opts), flood(server.url, key, floodPath, args)]);
+      const [flooded, f] = await whileFlooding(server.url, key, floodPath, args, () => runPaced(opts));
       paced.flooded.push(flooded);
       floods.push(f);
     }

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { PER_KEY_MINUTE } from '../server/usage/request-log';
 import type { BenchArgs } from './args';
 import { median, medianRange } from './environment';
-import { keyOnPlan, PREFIX, runFlood } from './flood';
+import { FLOOD_RAMP_MS, keyOnPlan, PREFIX, runFlood } from './flood';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
 import { startFullServer, type RunningServer } from './servers';
@@ -28,8 +28,6 @@ import type { Endpoint } from './workload';
 const FLOOD_PATH = `${PREFIX}/bars?limit=flood`;
 /** The log writes about once a second; this leaves it two flushes. */
 const FLUSH_WAIT_MS = 2500;
-/** The flood's ramp-up before the measured key's flooded runs start. */
-const RAMP_MS = 2000;
 /** A minute counts as the flood's whole minute when it starts this long after the flood was started (the client's fork). */
 const START_SLACK_MS = 3000;
 
@@ -43,7 +41,7 @@ const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
  */
 export function floodSeconds(startMs: number, measuredSeconds: number): number {
   const firstWhole = Math.ceil((startMs + START_SLACK_MS) / 60_000) * 60_000;
-  return Math.ceil(Math.max((firstWhole + 121_000 - startMs) / 1000, measuredSeconds + RAMP_MS / 1000 + 5));
+  return Math.ceil(Math.max((firstWhole + 121_000 - startMs) / 1000, measuredSeconds + FLOOD_RAMP_MS / 1000 + 5));
 }
 
 /** Whether `minute` (its start, ms) lies whole inside a flood started at `startMs` for `seconds`. */
@@ -153,7 +151,7 @@ export async function logFloodPhase(args: BenchArgs, list: Endpoint[], apiKey: s
       `bench: log flood at ${args.logFloodRate} req/s for ${seconds} s (${hhmm(started)}–${hhmm(started + seconds * 1000)} UTC)\n`,
     );
     const flood = runFlood(server.url, flooder.apiKey, FLOOD_PATH, { rate: args.logFloodRate, duration: seconds });
-    await sleep(RAMP_MS);
+    await sleep(FLOOD_RAMP_MS);
     await measure(flooded);
     floodResult = await flood;
     await sleep(FLUSH_WAIT_MS);
