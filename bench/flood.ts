@@ -4,7 +4,8 @@
  * forked client, bench/flood-client.ts) while another key is measured on a
  * fixed request: max throughput (autocannon) and constant rate (p99), each
  * without and then with the flood (running 2 s already when the measured run
- * starts, FLOOD_RAMP_MS), so the flood's cost to other keys shows as the difference. The server is started as `npm start` runs it: a refused key's
+ * starts, FLOOD_RAMP_MS), so the flood's cost to other keys shows as the
+ * difference. The server is started as `npm start` runs it: a refused key's
  * 429s are held (http/refusal-hold.ts), so the flood's 50 connections (--flood-connections)
  * get about 50 answers a second and the rest of its requests wait in its client (errors
  * when it stops). Also printed: the rate the flood reached and its share of
@@ -91,29 +92,20 @@ export const FLOOD_RAMP_MS = 2000;
 const FLOOD_TAIL_MS = 1000;
 
 /**
- * `measure` (one run of the measured key) while the flood runs: the flood started FLOOD_RAMP_MS before and
- * ending after it, so the run sees the flood's steady state only (the log flood, bench/log-flood.ts, too).
+ * `measure` (one run of `measuredSeconds`) while a flood runs: `startFlood(seconds)` is called first, for a flood
+ * that lasts from `rampMs` before the run to FLOOD_TAIL_MS after it, so the run sees the flood's steady state only
+ * (the log flood, bench/log-flood.ts, ramps too). The flood's failure is thrown once the run is done.
  */
-async function whileFlooding<T>(
-  url: string,
-  key: string,
-  floodPath: string,
-  args: BenchArgs,
+export async function whileFlooding<T, F>(
+  startFlood: (seconds: number) => Promise<F>,
+  measuredSeconds: number,
   measure: () => Promise<T>,
-): Promise<[T, LoadResult]> {
-  const flood = runFlood(url, key, floodPath, {
-    rate: args.floodRate,
-    duration: args.duration + (FLOOD_RAMP_MS + FLOOD_TAIL_MS) / 1000,
-    connections: args.floodConnections,
-  });
-  const failed = flood.then(
-    () => undefined,
-    (e: unknown) => e,
-  ); // (not an unhandled rejection while the ramp and the run go on)
-  await new Promise((r) => setTimeout(r, FLOOD_RAMP_MS));
+  rampMs = FLOOD_RAMP_MS,
+): Promise<[T, F]> {
+  const flood = startFlood(measuredSeconds + (rampMs + FLOOD_TAIL_MS) / 1000);
+  flood.catch(() => undefined); // its failure is thrown below, not an unhandled rejection meanwhile
+  await new Promise((r) => setTimeout(r, rampMs));
   const measured = await measure();
-  const error = await failed;
-  if (error) throw error;
   return [measured, await flood];
 }
 
@@ -193,6 +185,12 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     logFile: path.join(os.tmpdir(), 'bench-flood-server.log'),
   });
   const redis = new Redis(args.redisUrl);
+  const flood = (seconds: number) =>
+    runFlood(server.url, key, floodPath, {
+      rate: args.floodRate,
+      duration: seconds,
+      connections: args.floodConnections,
+    });
   const headers = { authorization: `Bearer ${apiKey}` };
   const nextPath = () => PREFIX + measured.next().path;
   const runs = { quiet: [] as LoadResult[], flooded: [] as LoadResult[] };
@@ -223,7 +221,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
       redisQuiet += ((await redisCommands(redis)) - before) / Math.max(1, quiet.total);
       runs.quiet.push(quiet);
       before = await redisCommands(redis);
-      const [flooded, f] = await whileFlooding(server.url, key, floodPath, args, () =>
+      const [flooded, f] = await whileFlooding(flood, args.duration, () =>
         runLoad({ url: server.url, nextPath, connections: args.connections, duration: args.duration, headers }),
       );
       redisFlooded += ((await redisCommands(redis)) - before) / Math.max(1, flooded.total);
@@ -234,7 +232,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     for (let run = 0; run < args.runs; run++) {
       const opts = { url: server.url, nextPath, connections: args.connections, duration: args.duration, rate, headers };
       paced.quiet.push(await runPaced(opts));
-      const [flooded, f] = await whileFlooding(server.url, key, floodPath, args, () => runPaced(opts));
+      const [flooded, f] = await whileFlooding(flood, args.duration, () => runPaced(opts));
       paced.flooded.push(flooded);
       floods.push(f);
     }
