@@ -91,18 +91,22 @@ export const FLOOD_RAMP_MS = 2000;
 /** How long it runs on after the measured run's end would be, so that its own end falls outside too. */
 const FLOOD_TAIL_MS = 1000;
 
+/** How long a flood must last to cover a measured run of `measuredSeconds` with its ramp and tail (whileFlooding). */
+export function floodSecondsAround(measuredSeconds: number, rampMs = FLOOD_RAMP_MS): number {
+  return measuredSeconds + (rampMs + FLOOD_TAIL_MS) / 1000;
+}
+
 /**
- * `measure` (one run of `measuredSeconds`) while a flood runs: `startFlood(seconds)` is called first, for a flood
- * that lasts from `rampMs` before the run to FLOOD_TAIL_MS after it, so the run sees the flood's steady state only
- * (the log flood, bench/log-flood.ts, ramps too). The flood's failure is thrown once the run is done.
+ * `measure` while a flood runs: `startFlood()` is called first and `measure` only `rampMs` later, so the
+ * measured runs see the flood's steady state only (the 429 flood's and the log flood's phases). The flood's
+ * failure is thrown once `measure` is done.
  */
 export async function whileFlooding<T, F>(
-  startFlood: (seconds: number) => Promise<F>,
-  measuredSeconds: number,
+  startFlood: () => Promise<F>,
   measure: () => Promise<T>,
   rampMs = FLOOD_RAMP_MS,
 ): Promise<[T, F]> {
-  const flood = startFlood(measuredSeconds + (rampMs + FLOOD_TAIL_MS) / 1000);
+  const flood = startFlood();
   flood.catch(() => undefined); // its failure is thrown below, not an unhandled rejection meanwhile
   await new Promise((r) => setTimeout(r, rampMs));
   const measured = await measure();
@@ -185,10 +189,10 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     logFile: path.join(os.tmpdir(), 'bench-flood-server.log'),
   });
   const redis = new Redis(args.redisUrl);
-  const flood = (seconds: number) =>
+  const flood = () =>
     runFlood(server.url, key, floodPath, {
       rate: args.floodRate,
-      duration: seconds,
+      duration: floodSecondsAround(args.duration),
       connections: args.floodConnections,
     });
   const headers = { authorization: `Bearer ${apiKey}` };
@@ -221,7 +225,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
       redisQuiet += ((await redisCommands(redis)) - before) / Math.max(1, quiet.total);
       runs.quiet.push(quiet);
       before = await redisCommands(redis);
-      const [flooded, f] = await whileFlooding(flood, args.duration, () =>
+      const [flooded, f] = await whileFlooding(flood, () =>
         runLoad({ url: server.url, nextPath, connections: args.connections, duration: args.duration, headers }),
       );
       redisFlooded += ((await redisCommands(redis)) - before) / Math.max(1, flooded.total);
@@ -232,7 +236,7 @@ export async function floodPhase(args: BenchArgs, list: Endpoint[], apiKey: stri
     for (let run = 0; run < args.runs; run++) {
       const opts = { url: server.url, nextPath, connections: args.connections, duration: args.duration, rate, headers };
       paced.quiet.push(await runPaced(opts));
-      const [flooded, f] = await whileFlooding(flood, args.duration, () => runPaced(opts));
+      const [flooded, f] = await whileFlooding(flood, () => runPaced(opts));
       paced.flooded.push(flooded);
       floods.push(f);
     }

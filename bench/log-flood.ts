@@ -16,7 +16,7 @@ import pg from 'pg';
 import { PER_KEY_MINUTE } from '../server/usage/request-log';
 import type { BenchArgs } from './args';
 import { median, medianRange } from './environment';
-import { FLOOD_RAMP_MS, keyOnPlan, PREFIX, runFlood } from './flood';
+import { FLOOD_RAMP_MS, keyOnPlan, PREFIX, runFlood, whileFlooding } from './flood';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
 import { startFullServer, type RunningServer } from './servers';
@@ -150,10 +150,10 @@ export async function logFloodPhase(args: BenchArgs, list: Endpoint[], apiKey: s
     process.stderr.write(
       `bench: log flood at ${args.logFloodRate} req/s for ${seconds} s (${hhmm(started)}–${hhmm(started + seconds * 1000)} UTC)\n`,
     );
-    const flood = runFlood(server.url, flooder.apiKey, FLOOD_PATH, { rate: args.logFloodRate, duration: seconds });
-    await sleep(FLOOD_RAMP_MS);
-    await measure(flooded);
-    floodResult = await flood;
+    [, floodResult] = await whileFlooding(
+      () => runFlood(server.url, flooder.apiKey, FLOOD_PATH, { rate: args.logFloodRate, duration: seconds }),
+      () => measure(flooded),
+    );
     await sleep(FLUSH_WAIT_MS);
     counters = delta(before, await logCounters(server, token));
     minutes = await storedPerMinute(args.databaseUrl, flooder.keyId, new Date(started - 60_000));
