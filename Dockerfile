@@ -25,5 +25,5 @@ COPY server/email/templates ./server/email/templates
 COPY docs/changelog.yml ./docs/changelog.yml
 USER node
 EXPOSE 3000 3001
-# Migrates to the latest committed migration, then serves.
-CMD ["node", "dist/server/main.js"]
+# Migrates to the latest committed migration, then serves. The V8 flag: server/node-flags.ts.
+CMD ["node", "--no-allocation-site-pretenuring", "dist/server/main.js"]

@@ -64,7 +64,8 @@ export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--conne
                bars/12345 in CPU, at the full server's rate and against its CPU per request (bench/usage-path-cost.ts)
 env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
-     BENCH_SERVER_NODE_ARGS (node flags of the full server, e.g. --cpu-prof --cpu-prof-dir=D),
+     BENCH_SERVER_NODE_ARGS (node flags of the full server after server/node-flags.ts's, e.g. --cpu-prof --cpu-prof-dir=D;
+       --allocation-site-pretenuring undoes the server's default),
      BENCH_NAMED=1 (bare server uses pg named statements)`;
 
 function requestLogMode(raw: string | undefined): BenchArgs['logFloodRequestLog'] {

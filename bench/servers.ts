@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../db/tools/ports';
+import { SERVER_NODE_FLAGS } from '../server/node-flags';
 import { track } from './children';
 import { medianRange } from './environment';
 import type { LoadResult } from './load';
@@ -114,6 +115,15 @@ export async function settled(
 }
 
 /**
+ * The full server's node flags: its own (server/node-flags.ts, as `npm start` runs it), then
+ * BENCH_SERVER_NODE_ARGS, flags NODE_OPTIONS refuses (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * V8's last flag wins, so `--allocation-site-pretenuring` there measures the server without its own.
+ */
+export function fullServerNodeArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  return [...SERVER_NODE_FLAGS, ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+}
+
+/**
  * `node dist/server/main.js` with every middleware, production log level, output to a file.
  * Returned once it serves and its start-up work is done: the partner listener opens first, then
  * the instance builds its operator GraphQL schema and starts its job runner (about a second of CPU
@@ -130,9 +140,7 @@ export async function startFullServer(opts: {
   const port = await freePort();
   const adminPort = await freePort();
   const log = fs.openSync(opts.logFile, 'w');
-  // BENCH_SERVER_NODE_ARGS: flags NODE_OPTIONS refuses, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, path.resolve(__dirname, '../server/main.js')], {
+  const child = spawn(process.execPath, [...fullServerNodeArgs(), path.resolve(__dirname, '../server/main.js')], {
     env: {
       ...process.env,
       NODE_ENV: 'production',

@@ -88,7 +88,7 @@ echo "smoke: alert e-mails in the outbox -> $mails"
 if grep -q -- "$TINY_KEY" "$OUTBOX"/*.eml; then echo "smoke: an e-mail contains the API key" >&2; kill -TERM -"$PID" || true; exit 1; fi
 
 # Signal the server process alone (as an orchestrator would): it must stop its own PostgreSQL.
-NODE_PID=$(pgrep -g "$PID" -f '^node dist/server/main.js' | head -1)
+NODE_PID=$(pgrep -g "$PID" -f '^node .*dist/server/main.js' | head -1)
 kill -TERM "$NODE_PID"
 for _ in $(seq 1 30); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
 if kill -0 "$PID" 2>/dev/null; then cat "$LOG"; echo "smoke: npm start did not stop on SIGTERM" >&2; kill -KILL -"$PID"; exit 1; fi

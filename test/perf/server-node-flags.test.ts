@@ -1,0 +1,47 @@
+/**
+ * The server's V8 flags (server/node-flags.ts) are one setting with three readers: `npm start`,
+ * the Dockerfile's CMD and the bench's full server. A figure measured by the bench is only the
+ * product's if all three run the server alike, and a flag this Node does not know stops it.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fullServerNodeArgs } from '../../bench/servers';
+import { SERVER_NODE_FLAGS } from '../../server/node-flags';
+
+const root = path.resolve(__dirname, '../..');
+
+describe("the server's node flags", () => {
+  test('npm start passes them, right before the server', () => {
+    const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(scripts.start).toMatch(/&& node (.*)dist\/server\/main\.js$/);
+    const flags = /&& node (.*)dist\/server\/main\.js$/.exec(scripts.start)![1].trim().split(/\s+/).filter(Boolean);
+    expect(flags).toEqual(SERVER_NODE_FLAGS);
+  });
+
+  test("the Dockerfile's CMD passes them", () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8'));
+    expect(cmd).not.toBeNull();
+    expect(JSON.parse(cmd![1])).toEqual(['node', ...SERVER_NODE_FLAGS, 'dist/server/main.js']);
+  });
+
+  test("the bench's full server runs with them, BENCH_SERVER_NODE_ARGS after (V8's last flag wins)", () => {
+    expect(fullServerNodeArgs({})).toEqual(SERVER_NODE_FLAGS);
+    expect(fullServerNodeArgs({ BENCH_SERVER_NODE_ARGS: ' --allocation-site-pretenuring  --trace-gc ' })).toEqual([
+      ...SERVER_NODE_FLAGS,
+      '--allocation-site-pretenuring',
+      '--trace-gc',
+    ]);
+  });
+
+  test('this Node.js accepts them (and refuses a flag it does not know, so the check can fail)', () => {
+    const run = (flags: readonly string[]) => spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
+    const ours = run(SERVER_NODE_FLAGS);
+    expect({ status: ours.status, stderr: ours.stderr }).toEqual({ status: 0, stderr: '' });
+    const unknown = run(['--no-such-v8-flag-at-all']);
+    expect(unknown.status).not.toBe(0);
+    expect(unknown.stderr).toMatch(/bad option|unrecognized/i);
+  });
+});
