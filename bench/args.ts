@@ -63,6 +63,7 @@ export const usage = `usage: npm run bench -- [--bars N] [--duration S] [--conne
   full vs bare (--no-ratio: without) ends with what hourly usage and the request log cost per answered
                bars/12345 in CPU, at the full server's rate and against its CPU per request (bench/usage-path-cost.ts)
 env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
+     either through a Unix socket: postgres://postgres@%2Fvar%2Frun%2Fpostgresql/bars_bench, /run/redis/redis-server.sock,
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
      BENCH_SERVER_NODE_ARGS (node flags of the full server after server/node-flags.ts's, e.g. --cpu-prof --cpu-prof-dir=D;
        --allocation-site-pretenuring undoes the server's default),

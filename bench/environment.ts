@@ -150,6 +150,34 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 /**
+ * How the servers reach PostgreSQL and Redis, for the header: `Unix socket <path>` or `TCP host:port`.
+ * A socket is dearer to neither end than loopback TCP (docs/OPERATIONS.md › PostgreSQL and Redis on
+ * the same machine), so runs over different transports are not comparable.
+ */
+export function transports(databaseUrl: string, redisUrl: string): { postgres: string; redis: string } {
+  let postgres = 'unknown';
+  try {
+    const u = new URL(databaseUrl);
+    const host = u.searchParams.get('host') ?? decodeURIComponent(u.hostname);
+    postgres = host.startsWith('/') ? `Unix socket ${host}` : `TCP ${host || 'localhost'}:${u.port || 5432}`;
+  } catch {
+    // `postgres://user@/db?host=/dir` is no WHATWG URL (credentials without a host), but pg and libpq read it
+    const host = /[?&]host=([^&]+)/.exec(databaseUrl)?.[1];
+    if (host && decodeURIComponent(host).startsWith('/')) postgres = `Unix socket ${decodeURIComponent(host)}`;
+  }
+  let redis = /^([a-z][a-z0-9+.-]*):\/\//i.exec(redisUrl)?.[1] ?? 'unknown'; // a cluster, a sentinel: its scheme
+  if (redisUrl.startsWith('/')) redis = `Unix socket ${redisUrl}`;
+  else if (/^rediss?:\/\//i.test(redisUrl))
+    try {
+      const u = new URL(redisUrl);
+      redis = `TCP ${u.hostname}:${u.port || 6379}`;
+    } catch {
+      /* not a URL */
+    }
+  return { postgres, redis };
+}
+
+/**
  * A system-call yardstick for comparing machines: round trips per second of one byte over one
  * loopback TCP connection (both ends in this process; four socket calls each), best of 3 runs of
  * 1 s. Every request of the API costs several such calls (HTTP, PostgreSQL, Redis), and their price

@@ -21,6 +21,7 @@ import {
   medianRange,
   pgbenchBar,
   postgresSettings,
+  transports,
   warm,
 } from './environment';
 import { machineAtEnd, type Yardsticks } from './machine-drift';
@@ -338,8 +339,9 @@ async function main(): Promise<void> {
   const settings = await postgresSettings(client);
   const warmed = args.warm ? await warm(client) : 'not warmed (--no-warm)';
   const hugePages = machineHugePages() ?? 'unknown';
+  const via = transports(args.databaseUrl, args.redisUrl);
   console.log(
-    `\ncommit ${gitCommit()} · PostgreSQL: ${settings} · this machine's huge pages: ${hugePages}\ncache: ${warmed}`,
+    `\ncommit ${gitCommit()} · PostgreSQL: ${settings} · this machine's huge pages: ${hugePages}\ncache: ${warmed}\nthe servers reach PostgreSQL by ${via.postgres}, Redis by ${via.redis}`,
   );
   const sample = await sampleData(client).finally(() => client.end());
   // the serving-path targets' shapes only when named (--only hot_bar,radius5,...)
@@ -365,7 +367,14 @@ async function main(): Promise<void> {
     );
     all.explain = summaries;
   }
-  all.environment = { commit: gitCommit(), postgres: settings, hugePages, cache: warmed, runs: args.runs };
+  all.environment = {
+    commit: gitCommit(),
+    postgres: settings,
+    hugePages,
+    cache: warmed,
+    runs: args.runs,
+    transports: via,
+  };
   if (args.db) all.db = await dbPhase(args, list);
   if (args.pgbench) {
     const tps: number[] = [];

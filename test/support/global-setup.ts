@@ -40,7 +40,7 @@ export default async function globalSetup(): Promise<void> {
   const redisUrl = process.env.TEST_REDIS_URL || process.env.REDIS_URL || '';
   process.stdout.write(
     redisUrl
-      ? `[tests] Redis: ${new URL(redisUrl).host}\n`
+      ? `[tests] Redis: ${redisUrl.startsWith('/') ? redisUrl : new URL(redisUrl).host}\n`
       : '[tests] Redis: none (set TEST_REDIS_URL or REDIS_URL); tests that need Redis are SKIPPED\n',
   );
 

@@ -1,0 +1,133 @@
+/**
+ * PostgreSQL and Redis on the server's own machine, reached through their Unix-domain sockets
+ * (docs/OPERATIONS.md › PostgreSQL and Redis on the same machine): the real server (server/main.ts
+ * in its own process) with `REDIS_URL` a socket's path and `DATABASE_URL` a socket directory as its
+ * host. The redis-server here listens on its socket only (`--port 0`), so an answer counted in it
+ * came through the socket; PostgreSQL shows a socket's connections without a client address.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { PARTNER_PREFIX as P } from '../../server/contract/identity';
+import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
+import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
+import { issueKey, silentLogger } from '../support/partner';
+import { redisClusterBinariesMissing } from '../support/redis-cluster';
+import { startServerProcess, type ServerProcess } from '../support/server-process';
+import { waitFor } from '../support/wait';
+
+const missing = redisClusterBinariesMissing();
+if (missing) process.stdout.write(`[tests] Unix-socket tests SKIPPED: ${missing}\n`);
+const describeWithRedisServer = missing ? describe.skip : describe;
+
+/** The socket path of the PostgreSQL server behind `url`, when it has one on this machine. */
+async function postgresSocketDir(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ dirs: string; port: string }>(
+      `select current_setting('unix_socket_directories') dirs, current_setting('port') port`,
+    );
+    const { dirs, port } = rows[0]!;
+    return dirs
+      .split(',')
+      .map((d) => d.trim())
+      .find((d) => d.startsWith('/') && fs.existsSync(path.join(d, `.s.PGSQL.${port}`)));
+  } finally {
+    await client.end();
+  }
+}
+
+/** `url` with its host replaced by a socket directory (percent-encoded, as node-postgres and libpq read it). */
+function overSocket(url: string, dir: string): string {
+  const u = new URL(url);
+  return `${u.protocol}//${u.username ? `${u.username}${u.password ? `:${u.password}` : ''}@` : ''}${encodeURIComponent(dir)}:${u.port || 5432}${u.pathname}`;
+}
+
+async function get(port: number, apiKey: string) {
+  const r = await fetch(`http://127.0.0.1:${port}${P}/test_endpoint`, { headers: { 'X-API-Key': apiKey } });
+  return { status: r.status, body: await r.text(), remaining: r.headers.get('x-ratelimit-remaining-minute') };
+}
+
+describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets (the real server)', () => {
+  let db: TestDatabase;
+  let dir: string;
+  let redisServer: ChildProcess;
+  let redis: RedisClient;
+  let server: ServerProcess | undefined;
+  let pgSocketDir: string | undefined;
+  const redisSocket = () => path.join(dir, 'redis.sock');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pbapi-sockets-'));
+    redisServer = spawn(
+      'redis-server',
+      ['--port', '0', '--unixsocket', redisSocket(), '--unixsocketperm', '700', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    const listening = await waitFor(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const s = net.connect(redisSocket());
+          s.once('connect', () => {
+            s.destroy();
+            resolve(true);
+          });
+          s.once('error', () => resolve(false));
+        }),
+      10_000,
+    );
+    if (!listening) throw new Error(`redis-server did not listen on ${redisSocket()}`);
+    redis = createRedisClient(redisSocket(), silentLogger);
+    await redisReadyPromise(redis);
+    pgSocketDir = await postgresSocketDir(adminUrl());
+    if (!pgSocketDir)
+      process.stdout.write('[tests] PostgreSQL has no Unix socket on this machine: the server reaches it over TCP\n');
+  }, 30_000);
+  afterAll(async () => {
+    if (server && server.child.exitCode === null) {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+    redis?.disconnect();
+    if (redisServer && redisServer.exitCode === null) {
+      const exited = new Promise((r) => redisServer.once('exit', r));
+      redisServer.kill('SIGKILL');
+      await exited;
+    }
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    await db?.drop();
+  });
+
+  test('REDIS_URL a socket path, DATABASE_URL a socket directory: answers, limits counted in Redis, backends on the socket', async () => {
+    const databaseUrl = pgSocketDir ? overSocket(db.url, pgSocketDir) : db.url;
+    server = await startServerProcess(
+      databaseUrl,
+      { REDIS_URL: redisSocket() },
+      { shutdownTimeoutMs: 5000, dropRequestLines: true },
+    );
+    const { apiKey, subscriberId } = await issueKey(db.owner);
+    const first = await get(server.port, apiKey);
+    const second = await get(server.port, apiKey);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(JSON.parse(first.body)).toMatchObject({ subscriber_id: subscriberId });
+    // Counted in the socket-only redis-server, and shared: the second answer has one fewer left.
+    expect(Number(first.remaining) - Number(second.remaining)).toBe(1);
+    expect(await redis.keys('*')).not.toEqual([]);
+    expect(server.logs.filter((l) => l.level === 50 || l.level === 60)).toEqual([]);
+    if (pgSocketDir) {
+      // The server's connections to its database, by how they came: a socket's have no client address.
+      const { rows } = await db.owner.query<{ tcp: number; socket: number }>(
+        `select count(*) filter (where client_addr is not null)::int tcp, count(*) filter (where client_addr is null)::int socket
+           from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+            and application_name not like 'tests-%'`,
+      );
+      expect(rows[0]).toEqual({ tcp: 0, socket: expect.any(Number) });
+      expect(rows[0]!.socket).toBeGreaterThan(0);
+    }
+  }, 60_000);
+});
