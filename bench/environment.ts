@@ -151,8 +151,8 @@ export function percentile(sorted: number[], p: number): number {
 
 /**
  * How the servers reach PostgreSQL and Redis, for the header: `Unix socket <path>` or `TCP host:port`.
- * A socket is dearer to neither end than loopback TCP (docs/OPERATIONS.md › PostgreSQL and Redis on
- * the same machine), so runs over different transports are not comparable.
+ * A socket costs both ends less than loopback TCP (docs/OPERATIONS.md › PostgreSQL and Redis on the
+ * same machine), so runs over different transports are not comparable.
  */
 export function transports(databaseUrl: string, redisUrl: string): { postgres: string; redis: string } {
   let postgres = 'unknown';
