@@ -6,18 +6,16 @@
  * came through the socket; PostgreSQL shows a socket's connections without a client address.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { PARTNER_PREFIX as P } from '../../server/contract/identity';
 import { createRedisClient, redisReadyPromise, type RedisClient } from '../../server/redis';
 import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
 import { awaitRoomInMinute, issueKey, silentLogger } from '../support/partner';
 import { redisClusterBinariesMissing } from '../support/redis-cluster';
+import { OwnRedisServer } from '../support/redis-server';
 import { startServerProcess, type ServerProcess } from '../support/server-process';
-import { waitFor } from '../support/wait';
 
 const missing = redisClusterBinariesMissing();
 if (missing) process.stdout.write(`[tests] Unix-socket tests SKIPPED: ${missing}\n`);
@@ -44,7 +42,8 @@ async function postgresSocketDir(url: string): Promise<string | undefined> {
 /** `url` with its host replaced by a socket directory (percent-encoded, as node-postgres and libpq read it). */
 function overSocket(url: string, dir: string): string {
   const u = new URL(url);
-  return `${u.protocol}//${u.username ? `${u.username}${u.password ? `:${u.password}` : ''}@` : ''}${encodeURIComponent(dir)}:${u.port || 5432}${u.pathname}`;
+  u.hostname = encodeURIComponent(dir);
+  return u.toString();
 }
 
 async function get(port: number, apiKey: string) {
@@ -55,34 +54,16 @@ async function get(port: number, apiKey: string) {
 describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets (the real server)', () => {
   let db: TestDatabase;
   let dir: string;
-  let redisServer: ChildProcess;
+  let redisServer: OwnRedisServer;
   let redis: RedisClient;
   let server: ServerProcess | undefined;
   let pgSocketDir: string | undefined;
-  const redisSocket = () => path.join(dir, 'redis.sock');
 
   beforeAll(async () => {
     db = await createTestDatabase();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pbapi-sockets-'));
-    redisServer = spawn(
-      'redis-server',
-      ['--port', '0', '--unixsocket', redisSocket(), '--unixsocketperm', '700', '--save', '', '--appendonly', 'no'],
-      { stdio: 'ignore' },
-    );
-    const listening = await waitFor(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const s = net.connect(redisSocket());
-          s.once('connect', () => {
-            s.destroy();
-            resolve(true);
-          });
-          s.once('error', () => resolve(false));
-        }),
-      10_000,
-    );
-    if (!listening) throw new Error(`redis-server did not listen on ${redisSocket()}`);
-    redis = createRedisClient(redisSocket(), silentLogger);
+    redisServer = await OwnRedisServer.startOnSocket(path.join(dir, 'redis.sock'));
+    redis = createRedisClient(redisServer.url, silentLogger);
     await redisReadyPromise(redis);
     pgSocketDir = await postgresSocketDir(adminUrl());
     if (!pgSocketDir)
@@ -94,11 +75,7 @@ describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets 
       await server.exited;
     }
     redis?.disconnect();
-    if (redisServer && redisServer.exitCode === null) {
-      const exited = new Promise((r) => redisServer.once('exit', r));
-      redisServer.kill('SIGKILL');
-      await exited;
-    }
+    await redisServer?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
     await db?.drop();
   });
@@ -107,7 +84,7 @@ describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets 
     const databaseUrl = pgSocketDir ? overSocket(db.url, pgSocketDir) : db.url;
     server = await startServerProcess(
       databaseUrl,
-      { REDIS_URL: redisSocket() },
+      { REDIS_URL: redisServer.url },
       { shutdownTimeoutMs: 5000, dropRequestLines: true },
     );
     const { apiKey, subscriberId } = await issueKey(db.owner);

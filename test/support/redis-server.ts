@@ -1,15 +1,16 @@
 /**
  * A throwaway redis-server of our own (never the machine's), for tests that
- * stop Redis mid-run. Listens on a free loopback port, keeps nothing on disk.
+ * stop Redis mid-run. Listens on a free loopback port (or on a Unix socket only), keeps nothing on disk.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { freePort } from '../../db/tools/ports';
 import type { RedisClient } from '../../server/redis';
 
-function answers(port: number): Promise<boolean> {
+/** Whether a connection to the loopback `port`, or to the Unix socket at a path, is accepted. */
+function answers(target: number | string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = typeof target === 'number' ? net.connect(target, '127.0.0.1') : net.connect(target);
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
@@ -20,7 +21,11 @@ function answers(port: number): Promise<boolean> {
 
 export class OwnRedisServer {
   private child?: ChildProcess;
-  private constructor(readonly port: number) {}
+  /** `port` 0 with `unixSocket`: it listens on that socket only. */
+  private constructor(
+    readonly port: number,
+    readonly unixSocket?: string,
+  ) {}
 
   static async start(): Promise<OwnRedisServer> {
     const server = new OwnRedisServer(await freePort());
@@ -28,23 +33,31 @@ export class OwnRedisServer {
     return server;
   }
 
+  /** One that listens on the Unix socket at `socketPath` and on no TCP port. */
+  static async startOnSocket(socketPath: string): Promise<OwnRedisServer> {
+    const server = new OwnRedisServer(0, socketPath);
+    await server.start();
+    return server;
+  }
+
+  /** Its URL, or its socket's path (ioredis's form, as REDIS_URL takes it). */
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return this.unixSocket ?? `redis://127.0.0.1:${this.port}`;
   }
 
   async start(): Promise<void> {
-    const child = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      { stdio: 'ignore' },
-    );
+    const listen = this.unixSocket
+      ? ['--port', '0', '--unixsocket', this.unixSocket, '--unixsocketperm', '700']
+      : ['--port', String(this.port), '--bind', '127.0.0.1'];
+    const child = spawn('redis-server', [...listen, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     this.child = child;
+    const target = this.unixSocket ?? this.port;
     for (let i = 0; i < 100; i++) {
-      if (await answers(this.port)) return;
+      if (await answers(target)) return;
       if (child.exitCode !== null) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    throw new Error(`redis-server did not start on port ${this.port}`);
+    throw new Error(`redis-server did not start on ${this.unixSocket ?? `port ${this.port}`}`);
   }
 
   /** Freezes it (SIGSTOP: connections stay open, nothing answers) or thaws it (SIGCONT). */
