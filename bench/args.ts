@@ -66,7 +66,8 @@ env: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bars_bench),
      either through a Unix socket: postgres://postgres@%2Fvar%2Frun%2Fpostgresql/bars_bench, /run/redis/redis-server.sock,
      PG_POOL_MAX (both servers' pools, default 10), BENCH_SERVER_NODE_OPTIONS (NODE_OPTIONS of the full server),
      BENCH_SERVER_NODE_ARGS (node flags of the full server after server/node-flags.ts's, e.g. --cpu-prof --cpu-prof-dir=D;
-       --allocation-site-pretenuring undoes the server's default),
+       --allocation-site-pretenuring undoes the server's default; --trace-gc --trace-gc-nvp, then
+       node dist/bench/gc-trace.js <os tmpdir>/bench-full-server.log: promoted bytes and pauses per second),
      BENCH_NAMED=1 (bare server uses pg named statements)`;
 
 function requestLogMode(raw: string | undefined): BenchArgs['logFloodRequestLog'] {

@@ -115,10 +115,27 @@ export interface Queryable {
   query(text: string, values?: unknown[]): Promise<QueryResult>;
 }
 
+/**
+ * A query's rows taken out of pg's result, so that nothing old points at them.
+ *
+ * pg creates a query's Result, with its `rows` array, when the query is queued. A request that
+ * waits for a connection across V8's scavenges gets that Result promoted to the old generation.
+ * The rows pg adds later are young objects referenced from an old array, and V8's scavenger keeps
+ * every young object that an old one references, dead or alive, until the next mark-compact: each
+ * answer's text (58 KB for a radius page) was kept, copied and promoted. Moved into a young array,
+ * with pg's emptied, they die young. Under the radius load the full server promoted 58–64 MB/s
+ * before and 15–16 MB/s after (docs/performance/2026-12-07-v1.3.md, machine AW).
+ */
+export function takeRows<R>(result: { rows: R[] }): R[] {
+  const rows = result.rows.slice();
+  result.rows.length = 0;
+  return rows;
+}
+
 /** Runs one call on `db`. */
 export async function apiQuery<C extends ApiCall>(db: Queryable, c: C, args: CallArgs<C>): Promise<CallRow<C>[]> {
   const { text, values } = apiSql(c, args);
-  return (await db.query(text, values)).rows as CallRow<C>[];
+  return takeRows(await db.query(text, values)) as CallRow<C>[];
 }
 
 export interface Statement {

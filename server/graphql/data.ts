@@ -6,7 +6,7 @@
  */
 import { systemClock, type Clock } from '../clock';
 import type { Pool } from '../db/pools';
-import { BAR_DETAILS_SQL, CALLS, apiSql, type ApiCall, type CallArgs } from '../contract/calls';
+import { BAR_DETAILS_SQL, CALLS, apiSql, takeRows, type ApiCall, type CallArgs } from '../contract/calls';
 import { INVALID_INPUT } from '../contract/errors';
 import { partnerStatements } from '../db/prepared-statements';
 import { userError } from './connection';
@@ -66,8 +66,10 @@ export class RequestData {
   ) {
     this.now = clock();
     this.details = new Batcher(async (ids) => {
-      const { rows } = await this.pool.query<{ body: string | null }>(
-        partnerStatements.query({ text: BAR_DETAILS_SQL, values: [ids, this.now] }),
+      const rows = takeRows(
+        await this.pool.query<{ body: string | null }>(
+          partnerStatements.query({ text: BAR_DETAILS_SQL, values: [ids, this.now] }),
+        ),
       );
       const found = new Map<string, Json>();
       rows.forEach((r, i) => {
@@ -79,7 +81,7 @@ export class RequestData {
       const found = new Map<string, Json>();
       for (let i = 0; i < ids.length; i += 100) {
         const statement = apiSql(CALLS.graphqlEvents, { ids: ids.slice(i, i + 100) });
-        const { rows } = await this.pool.query<{ body: string }>(partnerStatements.query(statement));
+        const rows = takeRows(await this.pool.query<{ body: string }>(partnerStatements.query(statement)));
         for (const e of JSON.parse(rows[0]!.body) as Json[]) found.set(String(e.id), e);
       }
       return found;
@@ -97,8 +99,8 @@ export class RequestData {
     let p = this.memo.get(key);
     if (!p) {
       p = this.pool.query<{ body: string | null }>(partnerStatements.query(statement)).then(
-        ({ rows }) => {
-          const body = rows[0]?.body;
+        (result) => {
+          const body = takeRows(result)[0]?.body;
           return body == null ? null : (JSON.parse(body) as Json);
         },
         (err: unknown) => {

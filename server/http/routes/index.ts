@@ -11,7 +11,7 @@ import { sendCacheable } from '../caching';
 import { E, expressPath, strictQuery, type Endpoint } from '../../contract/endpoints';
 import { readArgs } from '../../contract/declared-params';
 import { HttpError } from '../../contract/errors';
-import { CALLS, apiSql, type PartnerCall } from '../../contract/calls';
+import { CALLS, apiSql, takeRows, type PartnerCall } from '../../contract/calls';
 import { partnerStatements } from '../../db/prepared-statements';
 import type { PartnerIdentity } from '../../contract/identity';
 import { exportRoutes } from './export';
@@ -35,7 +35,7 @@ export function partnerRoutes(deps: PartnerAppDeps): Router {
     if (unknown.length) throw new Error(`${c.fn}: no value for ${unknown.join(', ')}`);
     router.get(expressPath(e), strictQuery(e), async (req: Request, res: Response) => {
       const args = { ...readArgs(e, req), ...Object.fromEntries(c.extras.map((x) => [x, supplied[x]!(res)])) };
-      const { rows } = await deps.pool.query<{ body: string | null }>(partnerStatements.query(apiSql(c, args)));
+      const rows = takeRows(await deps.pool.query<{ body: string | null }>(partnerStatements.query(apiSql(c, args))));
       const body = rows[0]?.body;
       if (body == null) throw new HttpError(404, e.notFound ?? 'Not found');
       await sendCacheable(req, res, body, e.seldomRepeats?.(args) === true);
