@@ -61,7 +61,8 @@ export function gcSeconds(log: string): GcSecond[] {
       s.survivedMB += (c.new_space_survived ?? 0) / 1e6;
       s.scavengePauseMs += c.pause;
       s.scavengeHelpersMs += c['background.scavenge.parallel'] ?? 0;
-    } else if (c.gc === 'mc' || c.gc === 'ms') {
+    } else if (c.gc === 'mc') {
+      // ('ms' is V8's minor mark-sweep, a young-generation collector off by default: not a mark-compact)
       s.markCompacts++;
       s.markCompactPauseMs += c.pause;
     }
