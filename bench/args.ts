@@ -28,7 +28,7 @@ export interface BenchArgs {
   warm: boolean;
   /** pgbench of api.bar (with the database phase). */
   pgbench: boolean;
-  /** The HTTP phase runs each endpoint also with `Accept-Encoding: gzip, br` (as partners send it). */
+  /** The HTTP phase runs each endpoint also with `Accept-Encoding: gzip, br` (as partners send it), in turn. */
   compressed: boolean;
   /** The 429-flood phase: one key flooding at `floodRate` req/s while other keys are measured. */
   flood: boolean;

@@ -29,14 +29,14 @@ import { table } from './markdown';
 import { explainWorstCases } from './explain';
 import { graphqlPhase } from './graphql';
 import { runLoad, type LoadResult } from './load';
-import { runPaced } from './paced';
 import { cpuRange, cpuUsOf, startBareServer, startFullServer, withCpu } from './servers';
 import { soakMain } from './soak';
 import { prepareDatabase } from './setup';
 import { floodPhase } from './flood';
 import { logFloodPhase } from './log-flood';
 import { usagePathCostPhase } from './usage-path-cost';
-import { endpoints, sampleData, targetEndpoints, withEncodings, type Endpoint } from './workload';
+import { measureInTurn, type CaseResult } from './in-turn';
+import { alternationGroups, endpoints, sampleData, targetEndpoints, withEncodings, type Endpoint } from './workload';
 
 const PREFIX = '/api/v1/partner';
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
@@ -105,7 +105,7 @@ async function dbPhase(args: BenchArgs, list: Endpoint[]) {
   return { mix, mixRuns, worst };
 }
 
-async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, poolMax: number) {
+async function httpPhase(args: BenchArgs, list: (Endpoint & { base?: string })[], apiKey: string, poolMax: number) {
   const server = await startFullServer({
     databaseUrl: args.databaseUrl,
     redisUrl: args.redisUrl,
@@ -114,47 +114,19 @@ async function httpPhase(args: BenchArgs, list: Endpoint[], apiKey: string, pool
   });
   const redis = new Redis(args.redisUrl);
   const keyHeader = { authorization: `Bearer ${apiKey}` };
-  const results: Record<
-    string,
-    {
-      max: LoadResult;
-      rate: LoadResult;
-      rateTarget: number;
-      redisPerRequest: number;
-      maxRuns: LoadResult[];
-      rateRuns: LoadResult[];
-    }
-  > = {};
+  const results: Record<string, CaseResult> = {};
   try {
-    for (const e of list) {
-      const nextPath = () => PREFIX + e.next().path;
-      const headers = { ...keyHeader, ...e.headers }; // e.g. Accept-Encoding of the compressed cases
-      await runLoad({ url: server.url, nextPath, connections: 10, duration: 1, headers }); // warm-up
-      const before = await redisCommands(redis);
-      const maxRuns: LoadResult[] = [];
-      for (let run = 0; run < args.runs; run++)
-        maxRuns.push(
-          await runLoad({ url: server.url, nextPath, connections: args.connections, duration: args.duration, headers }),
-        );
-      const total = maxRuns.reduce((n, r) => n + r.total, 0);
-      const redisPerRequest = ((await redisCommands(redis)) - before) / Math.max(1, total);
-      const max = [...maxRuns].sort((a, b) => a.rps - b.rps)[Math.floor((args.runs - 1) / 2)]!;
-      const rateTarget = Math.max(1, Math.round(args.rate || max.rps / 2));
-      const rateRuns: LoadResult[] = [];
-      for (let run = 0; run < args.runs; run++)
-        rateRuns.push(
-          await runPaced({
-            url: server.url,
-            nextPath,
-            connections: args.connections,
-            duration: args.duration,
-            rate: rateTarget,
-            headers,
-          }),
-        );
-      const rate = [...rateRuns].sort((a, b) => a.p99 - b.p99)[Math.floor((args.runs - 1) / 2)]!;
-      results[e.name] = { max, rate, rateTarget, redisPerRequest, maxRuns, rateRuns };
-    }
+    for (const group of alternationGroups(list))
+      Object.assign(
+        results,
+        await measureInTurn({
+          url: server.url,
+          group,
+          headers: keyHeader,
+          args,
+          countRedisCommands: () => redisCommands(redis),
+        }),
+      );
   } finally {
     redis.disconnect();
     await server.stop();
