@@ -166,7 +166,8 @@ export function transports(databaseUrl: string, redisUrl: string): { postgres: s
     if (host && decodeURIComponent(host).startsWith('/')) postgres = `Unix socket ${decodeURIComponent(host)}`;
   }
   let redis = /^([a-z][a-z0-9+.-]*):\/\//i.exec(redisUrl)?.[1] ?? 'unknown'; // a cluster, a sentinel: its scheme
-  if (redisUrl.startsWith('/')) redis = `Unix socket ${redisUrl}`;
+  // a socket path's query may hold a password (docs/OPERATIONS.md): the path only
+  if (redisUrl.startsWith('/')) redis = `Unix socket ${redisUrl.split('?')[0]}`;
   else if (/^rediss?:\/\//i.test(redisUrl))
     try {
       const u = new URL(redisUrl);

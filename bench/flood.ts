@@ -36,8 +36,7 @@ import { runPaced } from './paced';
 import { cpuUsOf, startBareServer, startFullServer, withCpu, type CannedAnswer } from './servers';
 import { issueKeyOnPlan } from './setup';
 import type { Endpoint } from './workload';
-
-export const PREFIX = '/api/v1/partner';
+import { PARTNER_PREFIX as PREFIX } from '../server/contract/identity';
 
 /** A key of a new subscriber on `plan` (created when missing with `perMinute` requests a minute). */
 export async function keyOnPlan(

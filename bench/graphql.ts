@@ -23,8 +23,7 @@ import { CALLS } from '../server/contract/calls';
 import { median } from './environment';
 import { runLoad, type LoadResult } from './load';
 import { startFullServer } from './servers';
-
-const PREFIX = '/api/v1/partner';
+import { PARTNER_PREFIX as PREFIX } from '../server/contract/identity';
 
 export const BAR_QUERY = `query Bar($id: ID!) { bar(id: $id) {
   id name address city { name state } state zipCode latitude longitude phone website googleRating googleRatingsTotal

@@ -7,8 +7,7 @@ import type { BenchArgs } from './args';
 import { runLoad, type LoadResult } from './load';
 import { runPaced } from './paced';
 import type { Endpoint } from './workload';
-
-const PREFIX = '/api/v1/partner';
+import { PARTNER_PREFIX as PREFIX } from '../server/contract/identity';
 
 export interface CaseResult {
   /** The median run by req/s. */

@@ -43,13 +43,17 @@ select (admin.issue_key((select id from admin.create_subscriber('instructions ' 
 SQL
 )
 
+# the checkout's own V8 flags (server/node-flags.ts), as its `npm start` runs it; none before it had that file
+node_flags=$(node -e 'try { process.stdout.write(require(process.argv[1]).SERVER_NODE_FLAGS.join(" ")) } catch {}' \
+  "$checkout/dist/server/node-flags.js")
+
 env NODE_ENV=production LOG_LEVEL=info DATABASE_URL="$database_url" REDIS_URL="$redis_url" \
   PORT=$port HOST=127.0.0.1 ADMIN_PORT=$admin_port SEED_DEMO_DATA=false PG_POOL_MAX=10 \
   REQUEST_LOG=${REQUEST_LOG:-errors} REDIS_BUDGET_MS=60000 REDIS_PROBE_MS=1000 \
   WEBHOOK_SECRET_KEY="$(head -c 32 /dev/urandom | base64)" EMAIL_LINK_KEY="$(head -c 32 /dev/urandom | base64)" \
   SMTP_URL=smtp://127.0.0.1:2525 MAIL_FROM='Bench <bench@example.com>' PUBLIC_BASE_URL=https://bench.example.com \
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out" \
-  node "$checkout/dist/server/main.js" >"$out/server.log" 2>&1 &
+  node $node_flags "$checkout/dist/server/main.js" >"$out/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 

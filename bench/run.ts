@@ -37,8 +37,8 @@ import { logFloodPhase } from './log-flood';
 import { usagePathCostPhase } from './usage-path-cost';
 import { measureInTurn, type CaseResult } from './in-turn';
 import { alternationGroups, endpoints, sampleData, targetEndpoints, withEncodings, type Endpoint } from './workload';
+import { PARTNER_PREFIX as PREFIX } from '../server/contract/identity';
 
-const PREFIX = '/api/v1/partner';
 const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
 
 /** Commands Redis received from clients (script calls count once; what they run inside is not a round trip). */

@@ -38,8 +38,7 @@ import { freePort } from '../db/tools/ports';
 import { startFullServer } from './servers';
 import { prepareDatabase } from './setup';
 import { endpoints, sampleData, type Endpoint } from './workload';
-
-const PREFIX = '/api/v1/partner';
+import { PARTNER_PREFIX as PREFIX } from '../server/contract/identity';
 
 export interface SoakArgs {
   durationMs: number;

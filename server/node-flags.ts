@@ -1,7 +1,7 @@
 /**
- * The V8 flags the server runs with: `npm start` (package.json), the Dockerfile's CMD and the bench's
- * full server pass exactly these before `dist/server/main.js` (test/perf/server-node-flags.test.ts checks
- * that the three agree). NODE_OPTIONS cannot carry them (node refuses V8 flags there).
+ * The V8 flags the server runs with: `npm start` (package.json), the Dockerfile's CMD, the bench's
+ * full server and bench/instructions-per-request.sh pass exactly these before `dist/server/main.js`
+ * (test/perf/server-node-flags.test.ts checks that they agree). NODE_OPTIONS cannot carry them (node refuses V8 flags there).
  *
  * `--no-allocation-site-pretenuring`: V8 allocates an allocation site's objects straight in the old
  * generation once most of them have survived a scavenge. A served request's objects live across its

@@ -1,6 +1,6 @@
 /**
  * A start that cannot work fails within seconds with a one-line reason.
- * These spawn the real `node dist/server/main.js` (`npm test` builds dist first).
+ * These spawn the real `node dist/server/main.js` with npm start's flags (`npm test` builds dist first).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -8,13 +8,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../../server/config';
+import { SERVER_NODE_FLAGS } from '../../server/node-flags';
 
 const main = path.join(projectRoot, 'dist/server/main.js');
 
 function startServer(env: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [main], {
+    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, main], {
       env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

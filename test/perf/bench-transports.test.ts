@@ -20,6 +20,10 @@ describe('bench transports', () => {
     });
     expect(transports('postgres://postgres@/bars_bench?host=/tmp', '/tmp/r.sock').postgres).toBe('Unix socket /tmp');
     expect(transports('postgres:///bars_bench?host=%2Ftmp', '/tmp/r.sock').postgres).toBe('Unix socket /tmp');
+    // a socket URL's query (password, database number) is not printed
+    expect(transports('postgres:///b?host=%2Ftmp', '/tmp/r.sock?password=s%40cret&db=2').redis).toBe(
+      'Unix socket /tmp/r.sock',
+    );
   });
 
   test('a cluster or sentinel by its scheme, never its password; what is no URL: unknown', () => {

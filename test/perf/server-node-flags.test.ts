@@ -1,6 +1,6 @@
 /**
- * The server's V8 flags (server/node-flags.ts) are one setting with three readers: `npm start`,
- * the Dockerfile's CMD and the bench's full server. A figure measured by the bench is only the
+ * The server's V8 flags (server/node-flags.ts) are one setting with four readers: `npm start`,
+ * the Dockerfile's CMD, the bench's full server and bench/instructions-per-request.sh. A figure measured by the bench is only the
  * product's if all three run the server alike, and a flag this Node does not know stops it.
  */
 import { spawnSync } from 'node:child_process';
@@ -34,6 +34,19 @@ describe("the server's node flags", () => {
       '--allocation-site-pretenuring',
       '--trace-gc',
     ]);
+  });
+
+  test("bench/instructions-per-request.sh runs the checkout it measures with that checkout's flags", () => {
+    const script = fs.readFileSync(path.join(root, 'bench/instructions-per-request.sh'), 'utf8');
+    expect(script).toMatch(/^\s*node \$node_flags "\$checkout\/dist\/server\/main\.js"/m);
+    // the script's own lines that read them, run against this checkout's build (npm test builds dist)
+    const reading = /^node_flags=\$\(.*\n.*node-flags\.js"\)$/m.exec(script)?.[0];
+    expect(reading).toBeDefined();
+    const read = spawnSync('bash', ['-c', `${reading}\nprintf %s "$node_flags"`], {
+      encoding: 'utf8',
+      env: { ...process.env, checkout: root },
+    });
+    expect(read.stdout).toBe(SERVER_NODE_FLAGS.join(' '));
   });
 
   test('this Node.js accepts them (and refuses a flag it does not know, so the check can fail)', () => {

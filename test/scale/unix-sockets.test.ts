@@ -3,8 +3,10 @@
  * (docs/OPERATIONS.md › PostgreSQL and Redis on the same machine): the real server (server/main.ts
  * in its own process) with `REDIS_URL` a socket's path and `DATABASE_URL` a socket directory as its
  * host. The redis-server here listens on its socket only (`--port 0`), so an answer counted in it
- * came through the socket; PostgreSQL shows a socket's connections without a client address.
+ * came through the socket; PostgreSQL shows a socket's connections without a client address. A
+ * socket's URL carries a password and a database number in its query (`<path>?password=…&db=3`).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,6 +108,43 @@ describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets 
       );
       expect(rows[0]).toEqual({ tcp: 0, socket: expect.any(Number) });
       expect(rows[0]!.socket).toBeGreaterThan(0);
+    }
+  }, 60_000);
+
+  test('a socket URL with a password and a database number: counted in that database, with that password', async () => {
+    const password = 'p@ss&word /1?#'; // characters a URL's query must percent-encode
+    const guarded = await OwnRedisServer.startOnSocket(path.join(dir, 'guarded.sock'), ['--requirepass', password]);
+    const auth = `password=${encodeURIComponent(password)}`;
+    const inDb3 = createRedisClient(`${guarded.url}?${auth}&db=3`, silentLogger);
+    const inDb0 = createRedisClient(`${guarded.url}?${auth}`, silentLogger);
+    let guardedServer: ServerProcess | undefined;
+    try {
+      await Promise.all([redisReadyPromise(inDb3), redisReadyPromise(inDb0)]);
+      // The password is needed: without it the socket's server refuses every command.
+      const refused = spawnSync('redis-cli', ['-s', guarded.unixSocket!, 'get', 'x'], { encoding: 'utf8' });
+      expect(refused.stdout + refused.stderr).toMatch(/NOAUTH/);
+      guardedServer = await startServerProcess(
+        db.url,
+        { REDIS_URL: `${guarded.url}?${auth}&db=3` },
+        { shutdownTimeoutMs: 5000, dropRequestLines: true },
+      );
+      const { apiKey } = await issueKey(db.owner);
+      await awaitRoomInMinute(10_000);
+      const first = await get(guardedServer.port, apiKey);
+      const second = await get(guardedServer.port, apiKey);
+      expect([first.status, second.status]).toEqual([200, 200]);
+      expect(Number(first.remaining) - Number(second.remaining)).toBe(1);
+      // Counted in database 3, not 0: the URL's query reached Redis, not the in-process fallback.
+      expect(await inDb3.keys('*')).not.toEqual([]);
+      expect(await inDb0.keys('*')).toEqual([]);
+      expect(guardedServer.logs.filter((l) => Number(l.level) >= 40 && /redis/i.test(JSON.stringify(l)))).toEqual([]);
+    } finally {
+      if (guardedServer && guardedServer.child.exitCode === null) {
+        guardedServer.child.kill('SIGTERM');
+        await guardedServer.exited;
+      }
+      for (const c of [inDb3, inDb0]) c.disconnect();
+      await guarded.stop();
     }
   }, 60_000);
 });

@@ -25,6 +25,7 @@ export class OwnRedisServer {
   private constructor(
     readonly port: number,
     readonly unixSocket?: string,
+    private readonly extraArgs: readonly string[] = [],
   ) {}
 
   static async start(): Promise<OwnRedisServer> {
@@ -33,9 +34,9 @@ export class OwnRedisServer {
     return server;
   }
 
-  /** One that listens on the Unix socket at `socketPath` and on no TCP port. */
-  static async startOnSocket(socketPath: string): Promise<OwnRedisServer> {
-    const server = new OwnRedisServer(0, socketPath);
+  /** One that listens on the Unix socket at `socketPath` and on no TCP port (`extraArgs`: e.g. `--requirepass`). */
+  static async startOnSocket(socketPath: string, extraArgs: readonly string[] = []): Promise<OwnRedisServer> {
+    const server = new OwnRedisServer(0, socketPath, extraArgs);
     await server.start();
     return server;
   }
@@ -49,7 +50,9 @@ export class OwnRedisServer {
     const listen = this.unixSocket
       ? ['--port', '0', '--unixsocket', this.unixSocket, '--unixsocketperm', '700']
       : ['--port', String(this.port), '--bind', '127.0.0.1'];
-    const child = spawn('redis-server', [...listen, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn('redis-server', [...listen, '--save', '', '--appendonly', 'no', ...this.extraArgs], {
+      stdio: 'ignore',
+    });
     this.child = child;
     const target = this.unixSocket ?? this.port;
     for (let i = 0; i < 100; i++) {
