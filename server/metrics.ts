@@ -191,7 +191,7 @@ export const dbBreakerOpen = new Gauge({
 /** The compressed-answer cache (http/compressed-cache.ts): lookups by result, evictions, bytes held. */
 export const compressedCacheLookups = new Counter({
   name: 'partner_compressed_cache_lookups_total',
-  help: 'Compressed-answer cache lookups, by content coding and result (hit, miss)',
+  help: 'Compressed-answer cache lookups, by content coding and result (hit, miss; per_request: an answer around a point, compressed for its request and not kept)',
   labelNames: ['encoding', 'result'] as const,
   registers: [registry],
 });

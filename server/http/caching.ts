@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
 import type { RateLimitContext } from '../ratelimit/limiters';
 import { answerCheckOf } from '../contract/deprecations';
-import { BROTLI_QUALITY, BROTLI_QUALITY_PER_REQUEST, compressedCache, type Coding } from './compressed-cache';
+import { compress, compressedCache, countPerRequest, PER_REQUEST, type Coding } from './compressed-cache';
 import { strongEtag, type PublicDocument } from '../web/documents';
 
 compressedCache(); // COMPRESSED_CACHE_MB is checked at start-up, not on a first request
@@ -74,13 +74,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * The 200 is written with Node's own calls, not `res.send`: its content-type parsing, its copy of
  * a body over 1,000 characters into a Buffer and its second freshness check are work this answer
  * has already done (the bytes are the same; HEAD gets the headers and no body). `seldomRepeats`
- * (an answer around a point, Endpoint.seldomRepeats): its br form is compressed at
- * BROTLI_QUALITY_PER_REQUEST.
+ * (an answer around a point, Endpoint.seldomRepeats): compressed for this request with the fast
+ * settings (PER_REQUEST) and not kept in the compressed-answer cache, where a new body per request
+ * would push out the forms that are asked for again.
  */
 export async function sendCacheable(req: Request, res: Response, body: string, seldomRepeats = false): Promise<void> {
   answerCheckOf(res)?.(body); // a deprecation decided by the answer (a parameter's new default)
-  const brotliQuality = seldomRepeats ? BROTLI_QUALITY_PER_REQUEST : BROTLI_QUALITY;
-  await sendRepresentation(req, res, body, strongEtag(body), JSON_TYPE, PARTNER_CACHE_CONTROL, brotliQuality);
+  await sendRepresentation(req, res, body, strongEtag(body), JSON_TYPE, PARTNER_CACHE_CONTROL, seldomRepeats);
 }
 
 /**
@@ -104,7 +104,8 @@ export function sendPublic(
  * The 200 or 304 of a body whose identity ETag is `identityEtag`, in the coding `compression`
  * would choose (its ETag then carries the coding). A 304 is refunded when the request counted
  * against rate limits. A compressed 200 comes from the compressed-answer cache
- * (compressed-cache.ts) with its Content-Encoding and Content-Length set, so `compression` passes
+ * (compressed-cache.ts), or is compressed for this request alone (`perRequest`), with its
+ * Content-Encoding and Content-Length set, so `compression` passes
  * it through ("already encoded") after adding Vary: Accept-Encoding, as it does for every answer it
  * considers. With the cache off (COMPRESSED_CACHE_MB=0) the middleware compresses the identity body.
  */
@@ -115,7 +116,7 @@ async function sendRepresentation(
   identityEtag: string,
   type: string,
   cacheControl: string,
-  brotliQuality = BROTLI_QUALITY,
+  perRequest = false,
 ): Promise<void> {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   const encoding = responseEncoding(req, length);
@@ -132,7 +133,9 @@ async function sendRepresentation(
   res.setHeader('Content-Type', type);
   const cache = compressedCache();
   if (encoding !== 'identity' && cache.maxBytes > 0) {
-    const encoded = await cache.get(identityEtag, encoding as Coding, body, brotliQuality);
+    const coding = encoding as Coding;
+    if (perRequest) countPerRequest(coding);
+    const encoded = await (perRequest ? compress(body, coding, PER_REQUEST) : cache.get(identityEtag, coding, body));
     if (res.destroyed) return; // the client went away meanwhile
     res.vary('Accept-Encoding');
     res.setHeader('Content-Encoding', encoding);

@@ -10,14 +10,16 @@
  *   same ETag: the identity tag with `-br` / `-gzip` / `-deflate`). Two
  *   differences: br's window is fitted to the body (brotliWindowBits), which
  *   changes the stream header, not the compressed size; and an answer around a
- *   point, made anew for nearly every request, is compressed with br at quality 1
- *   (BROTLI_QUALITY_PER_REQUEST), kept apart from the quality-4 forms.
+ *   point, made anew for nearly every request, is compressed with brotli's and zlib's fast
+ *   settings (PER_REQUEST: br at quality 1, gzip and deflate at level 1) and not kept
+ *   (caching.ts): a new body per request, it would push out the forms that are asked for again.
  * - Size: COMPRESSED_CACHE_MB (default 64; 0 disables the cache, the
  *   middleware then compresses as before). Least recently used forms go first.
  * - Concurrent misses of one form compress it once (the pending promise is shared).
  * - A body up to INLINE_COMPRESSION_MAX_BYTES is compressed in line, on the event loop's thread:
  *   see compress().
- * - Metrics: partner_compressed_cache_lookups_total{encoding,result},
+ * - Metrics: partner_compressed_cache_lookups_total{encoding,result} (result `per_request` for a
+ *   form compressed for its request and not kept: countPerRequest),
  *   partner_compressed_cache_evictions_total, partner_compressed_cache_bytes.
  */
 import { promisify } from 'node:util';
@@ -71,14 +73,34 @@ export const BROTLI_QUALITY = 4;
 export const BROTLI_QUALITY_PER_REQUEST = 1;
 
 /**
- * As `compression` 1.8 compresses (zlib codings at their default level; br at `brotliQuality`, its
- * default being BROTLI_QUALITY).
+ * The gzip / deflate level of an answer that seldom repeats, for the same reason (nginx's default
+ * `gzip_comp_level`; Go's HTTP client asks for gzip only). In process, 40 radius pages of 59 KB:
+ * zlib's default level 561-583 µs a page, level 1 245-254 µs, for 7.4 KB instead of 5.6. The full
+ * server's CPU per radius answer with `Accept-Encoding: gzip`, 4 alternating pairs of legs: medians
+ * 1,360 -> 1,094 µs, lower in all four (machine AY, docs/performance/2026-12-07-v1.3.md).
  */
-export function compress(body: string | Buffer, coding: Coding, brotliQuality = BROTLI_QUALITY): Promise<Buffer> {
+export const ZLIB_LEVEL_PER_REQUEST = 1;
+
+/** How a form is compressed: once, to be kept (KEPT: as `compression` 1.8 does), or for one request. */
+export interface CompressionSetting {
+  brotliQuality: number;
+  zlibLevel: number;
+}
+export const KEPT: CompressionSetting = {
+  brotliQuality: BROTLI_QUALITY,
+  zlibLevel: zlib.constants.Z_DEFAULT_COMPRESSION,
+};
+export const PER_REQUEST: CompressionSetting = {
+  brotliQuality: BROTLI_QUALITY_PER_REQUEST,
+  zlibLevel: ZLIB_LEVEL_PER_REQUEST,
+};
+
+/** `body` in `coding` with `setting`: in line up to INLINE_COMPRESSION_MAX_BYTES, else on libuv's pool. */
+export function compress(body: string | Buffer, coding: Coding, setting = KEPT): Promise<Buffer> {
   const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  if (bytes > INLINE_COMPRESSION_MAX_BYTES) return compressOnPool(body, bytes, coding, brotliQuality);
+  if (bytes > INLINE_COMPRESSION_MAX_BYTES) return compressOnPool(body, bytes, coding, setting);
   try {
-    return Promise.resolve(compressInLine(body, bytes, coding, brotliQuality));
+    return Promise.resolve(compressInLine(body, bytes, coding, setting));
   } catch (e) {
     return Promise.reject(e as Error);
   }
@@ -93,25 +115,30 @@ function brotliOptions(bytes: number, quality: number): zlib.BrotliOptions {
   };
 }
 
-function compressInLine(body: string | Buffer, bytes: number, coding: Coding, brotliQuality: number): Buffer {
+function compressInLine(body: string | Buffer, bytes: number, coding: Coding, setting: CompressionSetting): Buffer {
   switch (coding) {
     case 'br':
-      return zlib.brotliCompressSync(body, brotliOptions(bytes, brotliQuality));
+      return zlib.brotliCompressSync(body, brotliOptions(bytes, setting.brotliQuality));
     case 'gzip':
-      return zlib.gzipSync(body);
+      return zlib.gzipSync(body, { level: setting.zlibLevel });
     case 'deflate':
-      return zlib.deflateSync(body);
+      return zlib.deflateSync(body, { level: setting.zlibLevel });
   }
 }
 
-function compressOnPool(body: string | Buffer, bytes: number, coding: Coding, brotliQuality: number): Promise<Buffer> {
+function compressOnPool(
+  body: string | Buffer,
+  bytes: number,
+  coding: Coding,
+  setting: CompressionSetting,
+): Promise<Buffer> {
   switch (coding) {
     case 'br':
-      return brotli(body, brotliOptions(bytes, brotliQuality));
+      return brotli(body, brotliOptions(bytes, setting.brotliQuality));
     case 'gzip':
-      return gzip(body);
+      return gzip(body, { level: setting.zlibLevel });
     case 'deflate':
-      return deflate(body);
+      return deflate(body, { level: setting.zlibLevel });
   }
 }
 
@@ -141,13 +168,10 @@ export class CompressedCache {
     return this.entries.size;
   }
 
-  /**
-   * The `coding` form of `body`, whose identity ETag is `etag`: from the cache, else compressed (and
-   * kept). A br form of another quality than BROTLI_QUALITY is another entry.
-   */
-  async get(etag: string, coding: Coding, body: string | Buffer, brotliQuality = BROTLI_QUALITY): Promise<Buffer> {
-    if (this.maxBytes <= 0) return compress(body, coding, brotliQuality);
-    const id = coding === 'br' && brotliQuality !== BROTLI_QUALITY ? `br${brotliQuality} ${etag}` : `${coding} ${etag}`;
+  /** The `coding` form of `body`, whose identity ETag is `etag`: from the cache, else compressed (and kept). */
+  async get(etag: string, coding: Coding, body: string | Buffer): Promise<Buffer> {
+    if (this.maxBytes <= 0) return compress(body, coding);
+    const id = `${coding} ${etag}`;
     const hit = this.entries.get(id);
     if (hit) {
       // most recently used: to the end of the insertion order
@@ -159,7 +183,7 @@ export class CompressedCache {
     compressedCacheLookups.inc({ encoding: coding, result: 'miss' });
     let compressing = this.pending.get(id);
     if (!compressing) {
-      compressing = compress(body, coding, brotliQuality).finally(() => this.pending.delete(id));
+      compressing = compress(body, coding).finally(() => this.pending.delete(id));
       this.pending.set(id, compressing);
       void compressing.then(
         (buf) => this.keep(id, buf),
@@ -187,6 +211,11 @@ export class CompressedCache {
     this.held = 0;
     compressedCacheBytes.set(0);
   }
+}
+
+/** A form compressed for its request and not kept (an answer around a point): counted beside the lookups. */
+export function countPerRequest(coding: Coding): void {
+  compressedCacheLookups.inc({ encoding: coding, result: 'per_request' });
 }
 
 let shared: CompressedCache | undefined;

@@ -3,7 +3,8 @@
  * gzip / br is compressed once per ETag and coding and then served from the cache, with the same
  * decoded bytes, Content-Encoding, Content-Length, Vary and per-coding strong ETag as before;
  * q-values decide the coding; identity when none is acceptable; 304s; the cache stays within its size;
- * an answer around a point gets br at quality 1, kept apart from the quality-4 forms.
+ * an answer around a point gets br at quality 1 and is not kept (it would push out the forms asked
+ * for again).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,13 +14,14 @@ import type { Express } from 'express';
 import request from 'supertest';
 import {
   BROTLI_QUALITY,
-  BROTLI_QUALITY_PER_REQUEST,
   brotliWindowBits,
   compress,
   CompressedCache,
   compressedCacheBytesFromEnv,
   DEFAULT_COMPRESSED_CACHE_MB,
   INLINE_COMPRESSION_MAX_BYTES,
+  KEPT,
+  PER_REQUEST,
   setCompressedCache,
 } from '../../server/http/compressed-cache';
 import { compressedCacheEvictions, compressedCacheLookups } from '../../server/metrics';
@@ -29,7 +31,7 @@ import { fixtures } from '../support/fixtures';
 import { buildApp } from '../support/partner-app';
 import { declaredWindowBits } from '../support/brotli';
 
-async function lookups(encoding: string, result: 'hit' | 'miss'): Promise<number> {
+async function lookups(encoding: string, result: 'hit' | 'miss' | 'per_request'): Promise<number> {
   const m = await compressedCacheLookups.get();
   return m.values.find((v) => v.labels.encoding === encoding && v.labels.result === result)?.value ?? 0;
 }
@@ -78,40 +80,37 @@ const brAt = (body: string, quality: number) =>
     },
   });
 
-describe('br quality: 4, and 1 for answers made per request', () => {
+describe('kept forms as `compression` makes them; answers made per request with the fast settings', () => {
   const body = JSON.stringify(Array.from({ length: 3_000 }, (_, i) => ({ id: `b${i}`, name: `Bar ${i % 131}` })));
 
-  test('compress gives each quality as zlib does, both decoding to the body', async () => {
+  test('compress gives each setting as zlib does, each decoding to the body, in line and on the pool', async () => {
+    expect(KEPT).toEqual({ brotliQuality: 4, zlibLevel: zlib.constants.Z_DEFAULT_COMPRESSION });
+    expect(PER_REQUEST).toEqual({ brotliQuality: 1, zlibLevel: 1 });
     expect(BROTLI_QUALITY).toBe(4);
-    expect(BROTLI_QUALITY_PER_REQUEST).toBe(1);
-    const four = await compress(body, 'br');
-    const one = await compress(body, 'br', BROTLI_QUALITY_PER_REQUEST);
-    expect(four.equals(brAt(body, 4))).toBe(true);
-    expect(one.equals(brAt(body, 1))).toBe(true);
-    expect(one.equals(four)).toBe(false);
-    expect(decode('br', one)).toBe(body);
-    // the same setting on libuv's pool, for a body above the in-line bound
+    // a body within the in-line bound, then one above it (libuv's pool)
     const large = body.repeat(Math.ceil((INLINE_COMPRESSION_MAX_BYTES * 2) / body.length));
-    expect((await compress(large, 'br', 1)).equals(brAt(large, 1))).toBe(true);
-    // gzip and deflate have one setting
-    expect((await compress(body, 'gzip', 3)).equals(zlib.gzipSync(body))).toBe(true);
+    for (const b of [body, large]) {
+      const four = await compress(b, 'br');
+      const one = await compress(b, 'br', PER_REQUEST);
+      expect(four.equals(brAt(b, 4))).toBe(true);
+      expect(one.equals(brAt(b, 1))).toBe(true);
+      expect(one.equals(four)).toBe(false);
+      expect(decode('br', one)).toBe(b);
+      expect((await compress(b, 'gzip')).equals(zlib.gzipSync(b))).toBe(true);
+      const gzipOne = await compress(b, 'gzip', PER_REQUEST);
+      expect(gzipOne.equals(zlib.gzipSync(b, { level: 1 }))).toBe(true);
+      expect(gzipOne.equals(zlib.gzipSync(b))).toBe(false);
+      expect(decode('gzip', gzipOne)).toBe(b);
+      expect((await compress(b, 'deflate')).equals(zlib.deflateSync(b))).toBe(true);
+      expect((await compress(b, 'deflate', PER_REQUEST)).equals(zlib.deflateSync(b, { level: 1 }))).toBe(true);
+    }
   });
 
-  test('the cache keeps the two br forms of one body apart, each a hit the second time', async () => {
+  test('the cache keeps one br form per body: its quality is BROTLI_QUALITY', async () => {
     const cache = new CompressedCache(8 * 1024 * 1024);
-    const hits = await lookups('br', 'hit');
-    const four = await cache.get('"p"', 'br', body);
-    const one = await cache.get('"p"', 'br', body, 1);
-    expect(cache.size).toBe(2);
-    expect(one.equals(brAt(body, 1))).toBe(true);
-    expect(four.equals(brAt(body, 4))).toBe(true);
-    expect((await cache.get('"p"', 'br', body, 1)).equals(one)).toBe(true);
-    expect((await cache.get('"p"', 'br', body)).equals(four)).toBe(true);
-    expect(await lookups('br', 'hit')).toBe(hits + 2);
-    // the quality names only br forms: a gzip form is one entry whatever is asked
-    await cache.get('"p"', 'gzip', body, 1);
-    await cache.get('"p"', 'gzip', body);
-    expect(cache.size).toBe(3);
+    expect((await cache.get('"p"', 'br', body)).equals(brAt(body, BROTLI_QUALITY))).toBe(true);
+    expect((await cache.get('"p"', 'br', body)).equals(brAt(body, BROTLI_QUALITY))).toBe(true);
+    expect(cache.size).toBe(1);
   });
 });
 
@@ -275,7 +274,7 @@ describe('compressed answers cached', () => {
     ['/bars', 4],
     ['/bars?limit=30', 4],
     ['/search?q=Cached', 4],
-  ])('%s: br at quality %d, with its own tag, revalidating', async (url, quality) => {
+  ])('%s: br at quality %d (gzip at the matching level), with its own tag, revalidating', async (url, quality) => {
     const plain = await raw(url, 'identity');
     expect(plain.status).toBe(200);
     const identity = plain.body.toString('utf8');
@@ -286,9 +285,42 @@ describe('compressed answers cached', () => {
     expect(res.headers.etag).toBe(plain.headers.etag!.replace(/"$/, '-br"'));
     const again = await raw(url, 'gzip, br', { 'If-None-Match': res.headers.etag! });
     expect(again.status).toBe(304);
-    // gzip is the same either way
+    // gzip: level 1 with br's quality 1 (made per request), zlib's default with br's 4 (kept)
     const gz = await raw(url, 'gzip');
-    expect(gz.body.equals(zlib.gzipSync(identity))).toBe(true);
+    expect(gz.headers.etag).toBe(plain.headers.etag!.replace(/"$/, '-gzip"'));
+    expect(
+      gz.body.equals(zlib.gzipSync(identity, { level: quality === 1 ? 1 : zlib.constants.Z_DEFAULT_COMPRESSION })),
+    ).toBe(true);
+  });
+
+  test('answers around a point are compressed for their request and not kept: they push out nothing', async () => {
+    const kept = await raw('/bars', 'gzip, br');
+    expect(kept.headers['content-encoding']).toBe('br');
+    // room for the kept form and little more: with around-a-point forms kept, it would go first
+    setCompressedCache((cache = new CompressedCache(Math.floor(kept.body.length * 1.5))));
+    await raw('/bars', 'gzip, br');
+    expect(cache.size).toBe(1);
+    const evictions = (await compressedCacheEvictions.get()).values[0]?.value ?? 0;
+    const perRequest = { br: await lookups('br', 'per_request'), gzip: await lookups('gzip', 'per_request') };
+    for (let i = 0; i < 10; i++) {
+      const url = `/bars?latitude=${(30.2 + i / 1e4).toFixed(4)}&longitude=-97.7&radius=5`;
+      const identity = (await raw(url, 'identity')).body.toString('utf8');
+      for (const [accept, coding] of [
+        ['gzip, br', 'br'],
+        ['gzip', 'gzip'],
+      ] as const) {
+        const res = await raw(url, accept);
+        expect(res.headers['content-encoding']).toBe(coding);
+        expect(decode(coding, res.body)).toBe(identity);
+      }
+    }
+    expect(cache.size).toBe(1);
+    expect((await compressedCacheEvictions.get()).values[0]?.value ?? 0).toBe(evictions);
+    expect(await lookups('br', 'per_request')).toBe(perRequest.br + 10);
+    expect(await lookups('gzip', 'per_request')).toBe(perRequest.gzip + 10);
+    const hits = await lookups('br', 'hit');
+    await raw('/bars', 'gzip, br');
+    expect(await lookups('br', 'hit')).toBe(hits + 1);
   });
 
   test('bodies under 1 KB and HEAD stay uncompressed and uncached', async () => {
