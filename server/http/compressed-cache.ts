@@ -70,7 +70,7 @@ export const BROTLI_QUALITY = 4;
  * docs/performance/2026-12-02-v1.3.md). Quality 3 (machine AH, the same notebook) had been -14 %
  * against 4.
  */
-export const BROTLI_QUALITY_PER_REQUEST = 1;
+const BROTLI_QUALITY_PER_REQUEST = 1;
 
 /**
  * The gzip / deflate level of an answer that seldom repeats, for the same reason (nginx's default
@@ -79,7 +79,7 @@ export const BROTLI_QUALITY_PER_REQUEST = 1;
  * server's CPU per radius answer with `Accept-Encoding: gzip`, 4 alternating pairs of legs: medians
  * 1,360 -> 1,094 µs, lower in all four (machine AY, docs/performance/2026-12-07-v1.3.md).
  */
-export const ZLIB_LEVEL_PER_REQUEST = 1;
+const ZLIB_LEVEL_PER_REQUEST = 1;
 
 /** How a form is compressed: once, to be kept (KEPT: as `compression` 1.8 does), or for one request. */
 export interface CompressionSetting {
