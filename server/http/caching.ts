@@ -107,7 +107,8 @@ export function sendPublic(
  * (compressed-cache.ts), or is compressed for this request alone (`perRequest`), with its
  * Content-Encoding and Content-Length set, so `compression` passes
  * it through ("already encoded") after adding Vary: Accept-Encoding, as it does for every answer it
- * considers. With the cache off (COMPRESSED_CACHE_MB=0) the middleware compresses the identity body.
+ * considers. With the cache off (COMPRESSED_CACHE_MB=0) the middleware compresses the identity body
+ * of the others; a per-request form is made here still, with the fast settings, as it keeps nothing.
  */
 async function sendRepresentation(
   req: Request,
@@ -132,7 +133,7 @@ async function sendRepresentation(
   res.statusCode = 200;
   res.setHeader('Content-Type', type);
   const cache = compressedCache();
-  if (encoding !== 'identity' && cache.maxBytes > 0) {
+  if (encoding !== 'identity' && (perRequest || cache.maxBytes > 0)) {
     const coding = encoding as Coding;
     if (perRequest) countPerRequest(coding);
     const encoded = await (perRequest ? compress(body, coding, PER_REQUEST) : cache.get(identityEtag, coding, body));

@@ -14,7 +14,8 @@
  *   settings (PER_REQUEST: br at quality 1, gzip and deflate at level 1) and not kept
  *   (caching.ts): a new body per request, it would push out the forms that are asked for again.
  * - Size: COMPRESSED_CACHE_MB (default 64; 0 disables the cache, the
- *   middleware then compresses as before). Least recently used forms go first.
+ *   middleware then compresses the forms it would keep; the per-request forms, kept by no one,
+ *   are made as with the cache on). Least recently used forms go first.
  * - Concurrent misses of one form compress it once (the pending promise is shared).
  * - A body up to INLINE_COMPRESSION_MAX_BYTES is compressed in line, on the event loop's thread:
  *   see compress().

@@ -323,6 +323,27 @@ describe('compressed answers cached', () => {
     expect(await lookups('br', 'hit')).toBe(hits + 1);
   });
 
+  test('with the cache off (COMPRESSED_CACHE_MB=0) answers around a point still get the fast settings', async () => {
+    setCompressedCache((cache = new CompressedCache(0)));
+    const url = '/bars?latitude=30.2001&longitude=-97.7&radius=5';
+    const identity = (await raw(url, 'identity')).body.toString('utf8');
+    const perRequest = await lookups('br', 'per_request');
+    const br = await raw(url, 'gzip, br');
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(br.body.equals(brAt(identity, 1))).toBe(true);
+    expect(Number(br.headers['content-length'])).toBe(br.body.length);
+    const gz = await raw(url, 'gzip');
+    expect(gz.body.equals(zlib.gzipSync(identity, { level: 1 }))).toBe(true);
+    expect(await lookups('br', 'per_request')).toBe(perRequest + 1);
+    // the forms a cache would keep: the middleware's (br 4 over a stream), the same decoded bytes and tag
+    const plain = await raw('/bars', 'identity');
+    const kept = await raw('/bars', 'gzip, br');
+    expect(kept.headers['content-encoding']).toBe('br');
+    expect(decode('br', kept.body)).toBe(plain.body.toString('utf8'));
+    expect(kept.headers.etag).toBe(plain.headers.etag!.replace(/"$/, '-br"'));
+    expect(cache.size).toBe(0);
+  });
+
   test('bodies under 1 KB and HEAD stay uncompressed and uncached', async () => {
     const small = await raw('/bars?limit=1', 'gzip, br');
     expect(small.body.length).toBeLessThan(1024);

@@ -333,6 +333,30 @@ describe('partner GraphQL endpoint: keys, bounds, cost, limits', () => {
     });
   });
 
+  test("the answer's text: errors, data, extensions in that order, as JSON.stringify writes them", async () => {
+    const bar = (await db.owner.query<{ id: string; name: string }>('select id::text, name from private.bars limit 1'))
+      .rows[0]!;
+    // partial data beside an error: an unknown bar (null) and a known one; a name with quotes and non-ASCII
+    await db.owner.query('update private.bars set name = $2 where id = $1', [bar.id, 'Bar "Ü" \\ 🍺\n']);
+    try {
+      const query = `{ a: bar(id: "999999") { id } b: bar(id: "${bar.id}") { id name googleRating hours { monday { open } } } }`;
+      const res = await gql(partner.app, key, query);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.text));
+      const body = JSON.parse(res.text) as Body;
+      expect(Object.keys(body)).toEqual(['errors', 'data', 'extensions']);
+      expect(res.text).toBe(JSON.stringify(body));
+      expect(body.errors!.map((e) => e.extensions.code)).toEqual(['NOT_FOUND']);
+      expect(body.data).toMatchObject({ a: null, b: { id: bar.id, name: 'Bar "Ü" \\ 🍺\n' } });
+      const clean = await gql(partner.app, key, `{ b: bar(id: "${bar.id}") { name } }`);
+      expect(Object.keys(JSON.parse(clean.text) as Body)).toEqual(['data', 'extensions']);
+      expect(clean.text).toBe(JSON.stringify(JSON.parse(clean.text)));
+    } finally {
+      await db.owner.query('update private.bars set name = $2 where id = $1', [bar.id, bar.name]);
+    }
+  });
+
   test('the role runs only what the schema serves', async () => {
     const client = await db.owner.connect();
     try {
