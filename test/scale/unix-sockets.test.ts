@@ -22,6 +22,13 @@ import { startServerProcess, type ServerProcess } from '../support/server-proces
 const missing = redisClusterBinariesMissing();
 if (missing) process.stdout.write(`[tests] Unix-socket tests SKIPPED: ${missing}\n`);
 const describeWithRedisServer = missing ? describe.skip : describe;
+/**
+ * These tests are about the transport (which socket, password and database), not the per-request Redis
+ * budget (REDIS_BUDGET_MS, 50 ms; its own tests in test/credentials/redis-frozen.test.ts): a fresh process's
+ * first script call under a loaded CI machine may pass 50 ms, open the circuit and count that request in
+ * process, which would hide where the counts go.
+ */
+const TRANSPORT_BUDGET_MS = '2000'; // as usage-sigkill and shutdown-load set it
 
 /** The socket path of the PostgreSQL server behind `url`, when it has one on this machine. */
 async function postgresSocketDir(url: string): Promise<string | undefined> {
@@ -86,7 +93,7 @@ describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets 
     const databaseUrl = pgSocketDir ? overSocket(db.url, pgSocketDir) : db.url;
     server = await startServerProcess(
       databaseUrl,
-      { REDIS_URL: redisServer.url },
+      { REDIS_URL: redisServer.url, REDIS_BUDGET_MS: TRANSPORT_BUDGET_MS },
       { shutdownTimeoutMs: 5000, dropRequestLines: true },
     );
     const { apiKey, subscriberId } = await issueKey(db.owner);
@@ -125,7 +132,7 @@ describeWithRedisServer('PostgreSQL and Redis through their Unix-domain sockets 
       expect(refused.stdout + refused.stderr).toMatch(/NOAUTH/);
       guardedServer = await startServerProcess(
         db.url,
-        { REDIS_URL: `${guarded.url}?${auth}&db=3` },
+        { REDIS_URL: `${guarded.url}?${auth}&db=3`, REDIS_BUDGET_MS: TRANSPORT_BUDGET_MS },
         { shutdownTimeoutMs: 5000, dropRequestLines: true },
       );
       const { apiKey } = await issueKey(db.owner);
